@@ -1,0 +1,156 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
+)
+
+func TestMemory(t *testing.T) {
+	ledgertest.Run(t, ledgertest.Factory{
+		New: func(testing.TB) ledger.Store { return ledger.NewMemory(ledger.MemoryOptions{}) },
+		NewAt: func(_ testing.TB, now func() time.Time) ledger.Store {
+			return ledger.NewMemory(ledger.MemoryOptions{Now: now})
+		},
+	})
+}
+
+// fakeClock is a manually advanced clock.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time          { return c.t }
+func (c *fakeClock) Advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func TestMemoryCaps(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	m := ledger.NewMemory(ledger.MemoryOptions{MaxPending: 5, MaxPendingPerPrincipal: 3, Now: clock.Now})
+	l, err := ledger.New(m, ledger.Options{TTL: time.Minute, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func(p string) (ledger.Confirmation, error) {
+		return l.Issue(ctx, ledger.Confirmation{Tool: "t", Principal: p})
+	}
+	var alice []ledger.Confirmation
+	for range 3 {
+		c, err := issue("alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		alice = append(alice, c)
+	}
+	if _, err := issue("alice"); !errors.Is(err, ledger.ErrFull) {
+		t.Fatalf("4th pending for alice: %v, want ErrFull", err)
+	}
+	for range 2 {
+		if _, err := issue("bob"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := issue("carol"); !errors.Is(err, ledger.ErrFull) {
+		t.Fatalf("6th pending overall: %v, want ErrFull", err)
+	}
+	// Spending frees a slot for its principal and overall.
+	if _, err := l.Redeem(ctx, alice[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := issue("alice"); err != nil {
+		t.Fatalf("after a redeem, alice's slot should be free: %v", err)
+	}
+	// Expiry plus grace frees everything, without any goroutine.
+	clock.Advance(time.Minute + ledger.DefaultGrace)
+	if _, err := issue("carol"); err != nil {
+		t.Fatalf("after expiry and grace: %v", err)
+	}
+	if remembered, pending := m.Len(); remembered != 1 || pending != 1 {
+		t.Fatalf("after sweep: remembered %d, pending %d; want 1, 1", remembered, pending)
+	}
+}
+
+func TestMemoryExpiryAndGrace(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	m := ledger.NewMemory(ledger.MemoryOptions{Grace: time.Minute, Now: clock.Now})
+	l, _ := ledger.New(m, ledger.Options{TTL: time.Minute, Now: clock.Now})
+	spent, _ := l.Issue(ctx, ledger.Confirmation{})
+	if _, err := l.Redeem(ctx, spent.ID); err != nil {
+		t.Fatal(err)
+	}
+	pending, _ := l.Issue(ctx, ledger.Confirmation{})
+
+	clock.Advance(time.Minute - time.Nanosecond)
+	if _, err := l.Redeem(ctx, spent.ID); !errors.Is(err, ledger.ErrSpent) {
+		t.Fatalf("replay before expiry: %v, want ErrSpent", err)
+	}
+	clock.Advance(time.Nanosecond) // now == Expires: no longer redeemable
+	if _, err := l.Redeem(ctx, pending.ID); !errors.Is(err, ledger.ErrExpired) {
+		t.Fatalf("redeem at expiry: %v, want ErrExpired", err)
+	}
+	clock.Advance(time.Minute) // expiry + grace: forgotten, still refused
+	for _, id := range []ledger.ID{spent.ID, pending.ID} {
+		if _, err := l.Redeem(ctx, id); !errors.Is(err, ledger.ErrUnknown) {
+			t.Fatalf("redeem after grace: %v, want ErrUnknown", err)
+		}
+	}
+	if remembered, _ := m.Len(); remembered != 0 {
+		t.Fatalf("remembered %d entries after grace, want 0", remembered)
+	}
+}
+
+// TestMemoryFlood issues far more never-answered questions than the cap,
+// from many principals, and checks the store never holds more than the
+// caps allow.
+func TestMemoryFlood(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	const max = 1000
+	m := ledger.NewMemory(ledger.MemoryOptions{MaxPending: max, Now: clock.Now})
+	l, _ := ledger.New(m, ledger.Options{TTL: time.Minute, Now: clock.Now})
+	refused := 0
+	for i := range 50 * max {
+		if i%(10*max) == 0 {
+			clock.Advance(30 * time.Second)
+		}
+		_, err := l.Issue(ctx, ledger.Confirmation{Principal: string(rune('a' + i%26))})
+		if errors.Is(err, ledger.ErrFull) {
+			refused++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if remembered, _ := m.Len(); remembered > max {
+			t.Fatalf("store holds %d entries, cap is %d", remembered, max)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("flood was never refused")
+	}
+}
+
+func TestParseID(t *testing.T) {
+	id := ledgertest.NewID(t)
+	tests := []struct {
+		in   string
+		want error
+	}{
+		{id.String(), nil},
+		{"", errors.New("short")},
+		{id.String()[:31], errors.New("short")},
+		{id.String() + "0", errors.New("long")},
+		{"0123456789ABCDEF0123456789abcdef", errors.New("upper case")},
+		{"0123456789abcdeg0123456789abcdef", errors.New("not hex")},
+	}
+	for _, tt := range tests {
+		got, err := ledger.ParseID(tt.in)
+		if (err == nil) != (tt.want == nil) {
+			t.Errorf("ParseID(%q) error = %v, want error %v", tt.in, err, tt.want != nil)
+		}
+		if err == nil && got != id {
+			t.Errorf("ParseID(%q) = %s", tt.in, got)
+		}
+	}
+}
