@@ -1,0 +1,374 @@
+package requeststate
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults for [Options].
+const (
+	DefaultTTL     = 600 * time.Second
+	DefaultMaxSkew = 60 * time.Second
+)
+
+// The frozen wire rejection; see [Rejection].
+const (
+	RejectCode    = jsonrpc.CodeInvalidParams // -32602
+	RejectMessage = "Invalid or expired requestState"
+	RejectData    = `{"reason":"invalid_request_state"}`
+)
+
+// The methods whose results may carry requestState.
+const (
+	methodCallTool     = "tools/call"
+	methodGetPrompt    = "prompts/get"
+	methodReadResource = "resources/read"
+)
+
+// Options configures a [Boundary]. The zero value of every field except
+// Audience is a secure default.
+type Options struct {
+	// Keys are the secrets, each at least MinSecretLen bytes of randomness.
+	// Keys[0] seals; every key verifies. Rotate without downtime in three
+	// phases, each fully rolled out before the next: [old, new], then
+	// [new, old], then, one TTL later, [new].
+	//
+	// nil means one random key made by New and held only by this process
+	// (tokens do not survive a restart and are refused by other replicas). A
+	// non-nil empty slice is an error, so a key file that loaded nothing
+	// cannot fall back to an ephemeral key unnoticed.
+	Keys [][]byte
+	// TTL is how long a sealed token stays valid; 0 means DefaultTTL.
+	// Every round is re-sealed with a fresh expiry.
+	TTL time.Duration
+	// MaxSkew is how far in the future a token's issue time may lie (clock
+	// skew between replicas); 0 means DefaultMaxSkew.
+	MaxSkew time.Duration
+	// Audience names the server tokens are for; required. Server assembly
+	// passes the server name. It stops a token minted by another service
+	// that shares the keys.
+	Audience string
+	// Principal returns who is calling. nil means the authenticated user:
+	// req.GetExtra().TokenInfo.UserID, "" when unauthenticated. An error
+	// refuses the call (fail closed).
+	Principal func(ctx context.Context, req mcp.Request) (string, error)
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// Logger receives one Warn record per rejection (method and reason,
+	// never the token or key material); nil means slog.Default(), so that
+	// rejections are visible unless deliberately silenced.
+	Logger *slog.Logger
+}
+
+// A Boundary seals and verifies requestState. It is safe for concurrent use;
+// it holds only keys derived from the secrets, never the secrets themselves.
+type Boundary struct {
+	ring      []ringKey // ring[0] seals
+	ttl       int64     // ms
+	skew      int64     // ms
+	audience  string
+	principal func(context.Context, mcp.Request) (string, error)
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+// New validates opts and returns a Boundary. Errors never contain key bytes.
+func New(opts Options) (*Boundary, error) {
+	if opts.Audience == "" {
+		return nil, errors.New("requeststate: Options.Audience is required")
+	}
+	ttl, skew := opts.TTL, opts.MaxSkew
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	if skew == 0 {
+		skew = DefaultMaxSkew
+	}
+	if ttl < time.Millisecond {
+		return nil, fmt.Errorf("requeststate: TTL %v must be at least 1ms", opts.TTL)
+	}
+	if skew < 0 {
+		return nil, fmt.Errorf("requeststate: MaxSkew %v is negative", opts.MaxSkew)
+	}
+	secrets := opts.Keys
+	if secrets == nil {
+		secret := make([]byte, MinSecretLen)
+		rand.Read(secret) // crypto/rand.Read never fails
+		secrets = [][]byte{secret}
+	}
+	ring, err := buildRing(secrets)
+	if err != nil {
+		return nil, fmt.Errorf("requeststate: %w", err)
+	}
+	b := &Boundary{
+		ring:      ring,
+		ttl:       ttl.Milliseconds(),
+		skew:      skew.Milliseconds(),
+		audience:  opts.Audience,
+		principal: opts.Principal,
+		now:       opts.Now,
+		log:       opts.Logger,
+	}
+	if b.principal == nil {
+		b.principal = userID
+	}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	return b, nil
+}
+
+func userID(_ context.Context, req mcp.Request) (string, error) {
+	if x := req.GetExtra(); x != nil && x.TokenInfo != nil {
+		return x.TokenInfo.UserID, nil
+	}
+	return "", nil
+}
+
+// Rejection returns a new copy of the one error the boundary puts on the
+// wire, whatever made it refuse a call:
+//
+//	{"code":-32602,"message":"Invalid or expired requestState","data":{"reason":"invalid_request_state"}}
+func Rejection() *jsonrpc.Error {
+	return &jsonrpc.Error{Code: RejectCode, Message: RejectMessage, Data: json.RawMessage(RejectData)}
+}
+
+// Binding is what the boundary established for the current call. The
+// middleware puts it in the context of every tools/call, prompts/get and
+// resources/read it lets through, first round or verified retry.
+type Binding struct {
+	Method string // tools/call, prompts/get or resources/read
+	Target string // tool or prompt name, or resource URI
+	// ArgsDigest is ArgumentsDigest of the arguments (of the absent
+	// arguments for resources/read; of the decoded string map for
+	// prompts/get).
+	ArgsDigest string
+	// Principal is what the Principal option returned. Server-side only: on
+	// the wire it appears only as a salted keyed hash inside the token.
+	Principal string
+	// Verified is true when this call carried a requestState the boundary
+	// verified; the handler's RequestState is then its own plaintext (which
+	// may be ""). It is false on first rounds and on the in-process
+	// re-invocation by go-sdk's older-era shim, whose RequestState never
+	// left the process: a non-empty RequestState that was not Verified can
+	// only come from that shim, because every non-empty requestState on the
+	// wire is verified or refused before the handler runs.
+	Verified bool
+}
+
+type bindingKey struct{}
+
+// BindingFrom returns the Binding the middleware put in ctx.
+func BindingFrom(ctx context.Context) (Binding, bool) {
+	b, ok := ctx.Value(bindingKey{}).(Binding)
+	return b, ok
+}
+
+// Middleware returns the go-sdk receiving middleware. Add it with
+// server.AddReceivingMiddleware, before any middleware that could call the
+// handler on its own, so that nothing reaches a handler around it.
+func (b *Boundary) Middleware() mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case methodCallTool, methodGetPrompt, methodReadResource:
+			default:
+				return next(ctx, method, req)
+			}
+			bind, wire, err := b.bind(ctx, method, req)
+			if err != nil {
+				return nil, b.reject(ctx, method, err)
+			}
+			if wire != "" {
+				state, err := b.verify(wire, bind)
+				if err != nil {
+					return nil, b.reject(ctx, method, err)
+				}
+				if req, err = withState(req, state); err != nil {
+					return nil, b.reject(ctx, method, err)
+				}
+				bind.Verified = true
+			}
+			res, err := next(context.WithValue(ctx, bindingKey{}, bind), method, req)
+			if err != nil {
+				return res, err
+			}
+			return b.sealResult(ctx, method, res, bind)
+		}
+	}
+}
+
+func (b *Boundary) reject(ctx context.Context, method string, reason error) error {
+	b.log.LogAttrs(ctx, slog.LevelWarn, "requestState rejected",
+		slog.String("method", method), slog.String("reason", reason.Error()))
+	return Rejection()
+}
+
+// bind computes the Binding of a request and returns the requestState it
+// carries. The digest covers an allowlist (name/URI and arguments), never
+// inputResponses or _meta.
+func (b *Boundary) bind(ctx context.Context, method string, req mcp.Request) (Binding, string, error) {
+	bind := Binding{Method: method}
+	var (
+		wire string
+		args json.RawMessage
+		err  error
+	)
+	switch p := req.GetParams().(type) {
+	case *mcp.CallToolParamsRaw:
+		if p == nil || method != methodCallTool {
+			return bind, "", fmt.Errorf("%w: params %T for %s", ErrMalformed, p, method)
+		}
+		bind.Target, args, wire = p.Name, p.Arguments, p.RequestState
+	case *mcp.GetPromptParams:
+		if p == nil || method != methodGetPrompt {
+			return bind, "", fmt.Errorf("%w: params %T for %s", ErrMalformed, p, method)
+		}
+		bind.Target, wire = p.Name, p.RequestState
+		if args, err = json.Marshal(p.Arguments); err != nil {
+			return bind, "", fmt.Errorf("%w: %v", ErrArguments, err)
+		}
+	case *mcp.ReadResourceParams:
+		if p == nil || method != methodReadResource {
+			return bind, "", fmt.Errorf("%w: params %T for %s", ErrMalformed, p, method)
+		}
+		bind.Target, wire = p.URI, p.RequestState
+	default:
+		return bind, "", fmt.Errorf("%w: params %T for %s", ErrMalformed, p, method)
+	}
+	if bind.ArgsDigest, err = ArgumentsDigest(args); err != nil {
+		return bind, "", err
+	}
+	if bind.Principal, err = b.principal(ctx, req); err != nil {
+		return bind, "", fmt.Errorf("%w: %v", ErrPrincipal, err)
+	}
+	return bind, wire, nil
+}
+
+// verify opens token and checks every claim against bind at the current
+// time, returning the inner state.
+func (b *Boundary) verify(token string, bind Binding) (string, error) {
+	c, k, err := b.open(token)
+	if err != nil {
+		return "", err
+	}
+	now := b.now().UnixMilli()
+	// Accept conditions are written positively: only what is shown to hold
+	// passes.
+	if !(c.IssuedAt <= now+b.skew) {
+		return "", ErrFuture
+	}
+	if !(now < c.Expiry) {
+		return "", ErrExpired
+	}
+	// Stops a token that outlives the current policy (e.g. after the TTL
+	// was shortened). now < Expiry keeps the subtraction from overflowing.
+	if !(c.Expiry-b.ttl <= c.IssuedAt) {
+		return "", fmt.Errorf("%w: lifetime exceeds TTL", ErrExpired)
+	}
+	if !(c.Method == bind.Method) {
+		return "", fmt.Errorf("%w: method", ErrMismatch)
+	}
+	if !(c.Target == bind.Target) {
+		return "", fmt.Errorf("%w: target", ErrMismatch)
+	}
+	if !(subtle.ConstantTimeCompare([]byte(c.ArgsDigest), []byte(bind.ArgsDigest)) == 1) {
+		return "", fmt.Errorf("%w: arguments", ErrMismatch)
+	}
+	if !(c.Audience == b.audience) {
+		return "", fmt.Errorf("%w: audience", ErrMismatch)
+	}
+	if !k.principalMatches(c.Principal, bind.Principal) {
+		return "", fmt.Errorf("%w: principal", ErrMismatch)
+	}
+	return c.State, nil
+}
+
+// issue seals state for bind with fresh times under the first key.
+func (b *Boundary) issue(bind Binding, state string) (string, error) {
+	now := b.now().UnixMilli()
+	return b.Seal(Claims{
+		IssuedAt:   now,
+		Expiry:     now + b.ttl,
+		Method:     bind.Method,
+		Target:     bind.Target,
+		ArgsDigest: bind.ArgsDigest,
+		Audience:   b.audience,
+		Principal:  b.ring[0].principalClaim(bind.Principal),
+		State:      state,
+	})
+}
+
+// withState returns req with its requestState replaced by the verified
+// plaintext. The params are copied, never mutated.
+func withState(req mcp.Request, state string) (mcp.Request, error) {
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		p := *r.Params
+		p.RequestState = state
+		return &mcp.CallToolRequest{Session: r.Session, Params: &p, Extra: r.Extra}, nil
+	case *mcp.GetPromptRequest:
+		p := *r.Params
+		p.RequestState = state
+		return &mcp.GetPromptRequest{Session: r.Session, Params: &p, Extra: r.Extra}, nil
+	case *mcp.ReadResourceRequest:
+		p := *r.Params
+		p.RequestState = state
+		return &mcp.ReadResourceRequest{Session: r.Session, Params: &p, Extra: r.Extra}, nil
+	default:
+		return nil, fmt.Errorf("%w: request %T", ErrMalformed, req)
+	}
+}
+
+// sealResult seals the RequestState of an input_required result (one with
+// InputRequests, even an empty map) for bind. The result is copied, never
+// mutated.
+func (b *Boundary) sealResult(ctx context.Context, method string, res mcp.Result, bind Binding) (mcp.Result, error) {
+	var (
+		state *string
+		out   mcp.Result
+	)
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		if r == nil || r.InputRequests == nil {
+			return res, nil
+		}
+		cp := *r
+		state, out = &cp.RequestState, &cp
+	case *mcp.GetPromptResult:
+		if r == nil || r.InputRequests == nil {
+			return res, nil
+		}
+		cp := *r
+		state, out = &cp.RequestState, &cp
+	case *mcp.ReadResourceResult:
+		if r == nil || r.InputRequests == nil {
+			return res, nil
+		}
+		cp := *r
+		state, out = &cp.RequestState, &cp
+	default:
+		return res, nil
+	}
+	tok, err := b.issue(bind, *state)
+	if err != nil {
+		// Never let plaintext state out unsealed.
+		b.log.LogAttrs(ctx, slog.LevelError, "requestState not sealed",
+			slog.String("method", method), slog.String("reason", err.Error()))
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error"}
+	}
+	*state = tok
+	return out, nil
+}
