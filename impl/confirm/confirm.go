@@ -1,0 +1,260 @@
+// Package confirm runs the "are you sure?" exchange for a destructive MCP
+// tool: ask, record the question in a ledger, and act at most once on an
+// explicit approval.
+//
+// A tool handler calls [Flow.Run] with two functions: Ask, which validates
+// the call and writes the question, and Act, which performs the action. The
+// first round records a pending confirmation ([ledger.Ledger.Issue]) and
+// returns an input_required result whose elicitation shows the question and
+// whose requestState names the confirmation. On the retry carrying the
+// person's answer, the confirmation is spent — redeemed on an explicit
+// accept, cancelled otherwise — before Act runs, so the same approval can
+// never act twice.
+//
+// It works in both protocol eras: with 2026-07-28 multi round-trip requests
+// the retry comes from the client; with older clients the go-sdk elicits
+// in-process and calls the handler again, and the flow is the same.
+//
+// What it guarantees: Act runs only after a successful redemption of a
+// confirmation this ledger issued for the same tool, argument digest and
+// principal, answered with action "accept" and confirm=true; a declined,
+// cancelled, replayed, expired or unknown confirmation never reaches Act.
+// A client that declared no elicitation capability is refused before
+// anything is issued.
+//
+// What it does not do: seal the requestState (install
+// [requeststate.Boundary] — Run refuses to work without it), sanitize the
+// question (Ask must build it with package prompt), or re-check the object
+// acted on (Act must, against Question.Subject).
+package confirm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+)
+
+// InputID is the key of the confirmation question in the input_required
+// result's inputRequests, and of the answer in the retry's inputResponses.
+const InputID = "confirm"
+
+// statePrefix marks the requestState plaintext this package writes; the
+// boundary seals it, so a client never sees it.
+const statePrefix = "confirm.v1."
+
+// A Question is what the person is asked and what it is about.
+type Question struct {
+	// Message is the question exactly as shown. Untrusted values in it must
+	// have been passed through package prompt.
+	Message string
+	// Subject identifies the object the action will touch, so Act can check
+	// it has not changed since the question (e.g. a file's device, inode,
+	// size and modification time).
+	Subject string
+}
+
+// A Refusal is an error Ask or Act returns to refuse the call with a message
+// meant for the client; any other error is reported generically.
+type Refusal struct{ Reason string }
+
+func (r *Refusal) Error() string { return r.Reason }
+
+// Refuse returns a [Refusal] with a formatted reason.
+func Refuse(format string, args ...any) error { return &Refusal{Reason: fmt.Sprintf(format, args...)} }
+
+// Step is one confirmed action.
+type Step struct {
+	// Ask validates the call before anything is issued and returns the
+	// question. An error refuses the call; nothing is recorded.
+	Ask func(ctx context.Context) (Question, error)
+	// Act performs the action once the confirmation c is redeemed. It runs
+	// at most once per confirmation. c.Subject is the Question's Subject.
+	Act func(ctx context.Context, c ledger.Confirmation) (*mcp.CallToolResult, error)
+}
+
+// Options configures a [Flow].
+type Options struct {
+	// Ledger records and spends confirmations. Required.
+	Ledger *ledger.Ledger
+	// Logger receives the reasons for refusals. Default: discard.
+	Logger *slog.Logger
+}
+
+// Flow runs confirmed steps. It is safe for concurrent use.
+type Flow struct {
+	ledger *ledger.Ledger
+	log    *slog.Logger
+}
+
+// New returns a Flow.
+func New(opts Options) (*Flow, error) {
+	if opts.Ledger == nil {
+		return nil, errors.New("confirm: Options.Ledger is required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Flow{ledger: opts.Ledger, log: log}, nil
+}
+
+// Run executes one round of the exchange for a tools/call request.
+func (f *Flow) Run(ctx context.Context, req *mcp.CallToolRequest, s Step) (*mcp.CallToolResult, error) {
+	b, ok := requeststate.BindingFrom(ctx)
+	if !ok {
+		// Without the boundary the requestState is whatever the client sent:
+		// refuse rather than trust it (the seed's tests hid exactly this).
+		f.log.Error("confirm: requestState boundary is not installed; refusing")
+		return refusal("This server is misconfigured: confirmations are disabled. Nothing was done."), nil
+	}
+	if req.Params.RequestState == "" {
+		return f.ask(ctx, req, b, s)
+	}
+	return f.answer(ctx, req, b, s)
+}
+
+// ask is the first round: validate, record, and put the question.
+func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate.Binding, s Step) (*mcp.CallToolResult, error) {
+	if !canElicit(req) {
+		// A client that cannot answer would hang (2026-07-28) or get an
+		// opaque protocol error (older era): say why, and issue nothing.
+		return refusal("This client cannot show a confirmation dialog (it declared no form elicitation capability), so the action was refused. Nothing was done."), nil
+	}
+	q, err := s.Ask(ctx)
+	if err != nil {
+		return f.refused(err, "ask")
+	}
+	c, err := f.ledger.Issue(ctx, ledger.Confirmation{
+		Tool:       b.Target,
+		ArgsDigest: b.ArgsDigest,
+		Principal:  b.Principal,
+		Shown:      q.Message,
+		Subject:    q.Subject,
+	})
+	if err != nil {
+		f.log.Warn("confirm: issue failed", "tool", b.Target, "err", err)
+		if errors.Is(err, ledger.ErrFull) {
+			return refusal("Too many confirmations are waiting for an answer; answer or let them expire, then try again. Nothing was done."), nil
+		}
+		return refusal("The confirmation ledger is unavailable, so the action was refused. Nothing was done."), nil
+	}
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{InputID: &mcp.ElicitParams{
+			Mode:            "form",
+			Message:         q.Message,
+			RequestedSchema: schema(),
+		}},
+		RequestState: statePrefix + c.ID.String(),
+	}, nil
+}
+
+// schema asks for an explicit yes: an "accept" without confirm=true (a
+// client that auto-submits an empty form) is not an approval.
+func schema() map[string]any {
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"confirm": map[string]any{
+				"type":        "boolean",
+				"title":       "Confirm",
+				"description": "Check to approve exactly the action described above.",
+			},
+		},
+		"required": []string{"confirm"},
+	}
+}
+
+// answer is the retry: spend the confirmation, then act on an approval.
+func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requeststate.Binding, s Step) (*mcp.CallToolResult, error) {
+	id, err := ledger.ParseID(strings.TrimPrefix(req.Params.RequestState, statePrefix))
+	if err != nil || !strings.HasPrefix(req.Params.RequestState, statePrefix) {
+		// Only this package writes the plaintext and the boundary
+		// authenticates it, so this is a bug or another tool's state.
+		f.log.Error("confirm: requestState plaintext is not a confirmation", "tool", b.Target)
+		return refusal("This confirmation is not valid. Nothing was done."), nil
+	}
+	if !approved(req.Params.InputResponses[InputID]) {
+		if _, err := f.ledger.Cancel(ctx, id); err != nil {
+			f.log.Info("confirm: cancel of an unusable confirmation", "id", id, "err", err)
+			return f.spendRefusal(err), nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+			Text: "Not confirmed: nothing was done.",
+		}}}, nil
+	}
+	c, err := f.ledger.Redeem(ctx, id)
+	if err != nil {
+		f.log.Warn("confirm: redeem refused", "id", id, "err", err)
+		return f.spendRefusal(err), nil
+	}
+	// The boundary binds the state to these already; checking the ledger's
+	// own record too means a boundary bug cannot carry an approval onto
+	// another call.
+	if c.Tool != b.Target || c.ArgsDigest != b.ArgsDigest || c.Principal != b.Principal {
+		f.log.Error("confirm: redeemed confirmation does not match the call", "id", id, "tool", b.Target)
+		return refusal("This approval was given for a different action. Nothing was done."), nil
+	}
+	res, err := s.Act(ctx, c)
+	if err != nil {
+		return f.refused(err, "act")
+	}
+	return res, nil
+}
+
+// approved reports whether the answer is an explicit yes.
+func approved(r mcp.InputResponse) bool {
+	e, ok := r.(*mcp.ElicitResult)
+	if !ok || e == nil || e.Action != "accept" {
+		return false
+	}
+	yes, ok := e.Content["confirm"].(bool)
+	return ok && yes
+}
+
+// canElicit reports whether the client declared form elicitation.
+func canElicit(req *mcp.CallToolRequest) bool {
+	caps := req.ClientCapabilities()
+	if caps == nil || caps.Elicitation == nil {
+		return false
+	}
+	// An empty elicitation capability means form mode (the spec's default).
+	e := caps.Elicitation
+	return e.Form != nil || e.URL == nil
+}
+
+func (f *Flow) spendRefusal(err error) *mcp.CallToolResult {
+	switch ledger.ResultOf(err) {
+	case ledger.ResultSpent:
+		return refusal("This approval was already used. Nothing was done.")
+	case ledger.ResultCancelled:
+		return refusal("This confirmation was declined earlier and cannot be used. Nothing was done.")
+	case ledger.ResultExpired:
+		return refusal("This confirmation has expired; ask again. Nothing was done.")
+	case ledger.ResultUnknown:
+		return refusal("This server has no record of this confirmation (it was issued by another server instance, or this one restarted, or it expired long ago); ask again. Nothing was done.")
+	}
+	return refusal("The confirmation ledger is unavailable, so the action was refused. Nothing was done.")
+}
+
+func (f *Flow) refused(err error, stage string) (*mcp.CallToolResult, error) {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return refusal(r.Reason), nil
+	}
+	f.log.Error("confirm: "+stage+" failed", "err", err)
+	if stage == "ask" {
+		return refusal("The call could not be checked, so it was refused. Nothing was done."), nil
+	}
+	return refusal("The approved action failed; see the server log."), nil
+}
+
+func refusal(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
