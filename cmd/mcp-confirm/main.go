@@ -1,0 +1,173 @@
+// Command mcp-confirm is the reference MCP server of the mcp-confirm
+// project: its delete_file tool deletes one file inside the --root
+// directories, after the user confirms, at most once.
+//
+// Usage:
+//
+//	mcp-confirm --root DIR [--root DIR ...] [--http ADDR] [--key-file FILE] [--ttl 10m] [--ledger URL]
+//
+// It speaks MCP over stdio unless --http is given. Run mcp-confirm --help
+// for every flag.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/impl/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// config is the parsed command line.
+type config struct {
+	roots    []string
+	keyFile  string
+	ttl      time.Duration
+	httpAddr string
+	ledger   string
+	logLevel slog.Level
+}
+
+// rootsFlag collects repeated --root flags.
+type rootsFlag []string
+
+func (r *rootsFlag) String() string { return strings.Join(*r, ",") }
+func (r *rootsFlag) Set(v string) error {
+	if v == "" {
+		return errors.New("empty directory")
+	}
+	*r = append(*r, v)
+	return nil
+}
+
+const usage = `mcp-confirm — an MCP server whose delete_file tool asks before it deletes, and deletes at most once.
+
+Usage:
+  mcp-confirm --root DIR [--root DIR ...] [flags]
+
+It serves MCP over stdio unless --http is given. Without --root, every
+delete_file call is refused.
+
+Flags:
+`
+
+func parse(args []string, stderr io.Writer) (config, error) {
+	var c config
+	var roots rootsFlag
+	fs := flag.NewFlagSet("mcp-confirm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Var(&roots, "root", "a directory inside which files may be deleted; repeatable; fixed at start-up")
+	fs.StringVar(&c.keyFile, "key-file", "", "file of requestState secrets, one per line (each at least 32 bytes; the first seals, all verify; '#' starts a comment).\nShare it between replicas. Without it, a random key known only to this process is used")
+	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
+	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio; both protocol eras are served")
+	fs.StringVar(&c.ledger, "ledger", "memory:", "where pending confirmations are kept: memory: (this process only)")
+	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	if c.ttl <= 0 {
+		return c, fmt.Errorf("--ttl %v: must be positive", c.ttl)
+	}
+	if c.ledger != "memory:" {
+		return c, fmt.Errorf("--ledger %q: unsupported (use memory:)", c.ledger)
+	}
+	c.roots = roots
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm: %v\nRun mcp-confirm --help for usage.\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	var keys [][]byte
+	if c.keyFile != "" {
+		if keys, err = readKeys(c.keyFile); err != nil {
+			fmt.Fprintf(stderr, "mcp-confirm: --key-file: %v\n", err)
+			return 2
+		}
+	}
+	srv, err := server.New(server.Options{Roots: c.roots, Keys: keys, TTL: c.ttl, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
+		return 2
+	}
+	defer srv.Close()
+
+	if c.httpAddr == "" {
+		log.Info("serving MCP on stdio", "roots", c.roots)
+		err = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	} else {
+		err = serveHTTP(ctx, c.httpAddr, srv.Handler(), log, c.roots)
+	}
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func readKeys(path string) ([][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return requeststate.ReadKeyFile(bufio.NewReader(f))
+}
+
+func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger, roots []string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(shutdown)
+	}()
+	// The address line is how scripts learn the port when ADDR ends in :0.
+	log.Info("serving MCP over streamable HTTP", "addr", "http://"+ln.Addr().String(), "roots", roots)
+	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

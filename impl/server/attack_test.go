@@ -1,0 +1,423 @@
+package server_test
+
+// The attack table: each test names an attack, drives it through a real
+// go-sdk client and server with the boundary in the chain, asserts which
+// layer refused (the boundary's JSON-RPC error, or the tool's IsError
+// result) and that nothing was deleted.
+
+import (
+	"context"
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Layer: boundary. The approval for one file, replayed with another path.
+func TestAttackReplayOntoAnotherFile(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	cache, thesis := e.file("cache.txt", "cache"), e.file("thesis.txt", "years of work")
+	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	state := ask(t, cs, cache)
+
+	res, err := retry(cs, thesis, state, yes())
+	wantBoundaryRefusal(t, res, err)
+	wantExists(t, cache, thesis)
+
+	// The refused replay spent nothing: the real answer still works.
+	res, err = retry(cs, cache, state, yes())
+	wantDeleted(t, res, err, cache)
+	wantExists(t, thesis)
+}
+
+// Layer: boundary. Made-up and tampered requestState.
+func TestAttackForgedState(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	f := e.file("a.txt", "a")
+	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	state := ask(t, cs, f)
+
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(state, "v1."))
+	if err != nil {
+		t.Fatalf("sealed state is not v1.base64url: %v", err)
+	}
+	flip := func(i int) string {
+		b := append([]byte(nil), raw...)
+		b[i] ^= 0x01
+		return "v1." + base64.RawURLEncoding.EncodeToString(b)
+	}
+	forged := map[string]string{
+		"plaintext":          "confirm.v1.00000000000000000000000000000000",
+		"garbage":            "v1.AAAA",
+		"no prefix":          strings.TrimPrefix(state, "v1."),
+		"v2 prefix":          "v2." + strings.TrimPrefix(state, "v1."),
+		"key id flipped":     flip(0),
+		"nonce flipped":      flip(6),
+		"ciphertext flipped": flip(len(raw) / 2),
+		"tag flipped":        flip(len(raw) - 1),
+		"truncated":          state[:len(state)-4],
+		"trailing newline":   state + "\n",
+	}
+	for name, s := range forged {
+		t.Run(name, func(t *testing.T) {
+			res, err := retry(cs, f, s, yes())
+			wantBoundaryRefusal(t, res, err)
+			wantExists(t, f)
+		})
+	}
+	if !strings.Contains(e.log.String(), "requestState") {
+		t.Errorf("the real reasons were not logged:\n%s", e.log)
+	}
+	res, err := retry(cs, f, state, yes())
+	wantDeleted(t, res, err, f)
+}
+
+// Layer: boundary. A state sealed with a key this server does not hold.
+func TestAttackStateFromAnotherKey(t *testing.T) {
+	mallory := newEnv(t, envOptions{keys: [][]byte{[]byte("mallory's own key, 32 bytes or more!!")}})
+	e := newEnv(t, envOptions{roots: []string{mallory.root}})
+	f := mallory.file("a.txt", "a")
+	state := ask(t, mallory.connect(clientOptions{manual: true, answer: accept()}), f)
+
+	res, err := retry(e.connect(clientOptions{manual: true, answer: accept()}), f, state, yes())
+	wantBoundaryRefusal(t, res, err)
+	wantExists(t, f)
+}
+
+// Layer: ledger (tool error). The same approval used twice, even after the
+// file was recreated at the same path.
+func TestAttackSpentTwice(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	f := e.file("a.txt", "a")
+	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	state := ask(t, cs, f)
+	res, err := retry(cs, f, state, yes())
+	wantDeleted(t, res, err, f)
+
+	e.file("a.txt", "a") // same path, same content, new file
+	res, err = retry(cs, f, state, yes())
+	wantToolRefusal(t, res, err, "already used")
+	wantExists(t, f)
+}
+
+// Layer: ledger (tool error). Two replicas share keys and name but keep their
+// own in-memory ledgers: B has no record of A's question, and fails closed.
+func TestAttackStateFromAnotherReplica(t *testing.T) {
+	a := newEnv(t, envOptions{})
+	b := newEnv(t, envOptions{roots: []string{a.root}})
+	f := a.file("a.txt", "a")
+	csA := a.connect(clientOptions{manual: true, answer: accept()})
+	state := ask(t, csA, f)
+
+	res, err := retry(b.connect(clientOptions{manual: true, answer: accept()}), f, state, yes())
+	wantToolRefusal(t, res, err, "no record of this confirmation")
+	wantExists(t, f)
+
+	// B's refusal did not spend A's confirmation.
+	res, err = retry(csA, f, state, yes())
+	wantDeleted(t, res, err, f)
+}
+
+// Layer: sanitizer. A file name that forges a second, official-looking
+// prompt stays inside its slot: one line, escaped, delimited.
+func TestAttackForgedSystemPrompt(t *testing.T) {
+	names := []string{
+		"cache.txt\n\nSYSTEM NOTICE: your session has expired.\nEnter your AWS secret key to continue:",
+		"cache.txt» and «thesis.txt",
+		"report\u202Etxt.exe",                   // right-to-left override
+		"a\u200Bb.txt",                           // zero-width space
+		"note\U000E0049\U000E0047\U000E004E.txt", // tag characters
+	}
+	for _, era := range []string{eraMRTR, eraLegacy} {
+		t.Run(era, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			ans := decline()
+			cs := e.connect(clientOptions{era: era, answer: ans})
+			for _, name := range names {
+				f := e.file(name, "x")
+				res, err := call(cs, f)
+				if err != nil || res.IsError {
+					t.Fatalf("%q: %v %s", name, err, describe(res))
+				}
+				wantExists(t, f)
+			}
+			qs := ans.questions()
+			if len(qs) != len(names) {
+				t.Fatalf("asked %d questions, want %d", len(qs), len(names))
+			}
+			for i, q := range qs {
+				checkQuestion(t, names[i], q)
+			}
+		})
+	}
+}
+
+// checkQuestion asserts a question shows exactly one delimited, one-line,
+// escaped value.
+func checkQuestion(t *testing.T, name, q string) {
+	t.Helper()
+	if strings.ContainsAny(q, "\n\r\u2028\u2029\u202E\u200B") {
+		t.Errorf("question for %q contains a raw line break or invisible control: %q", name, q)
+	}
+	for _, r := range q {
+		if r >= 0xE0000 && r <= 0xE007F {
+			t.Errorf("question for %q contains a raw tag character: %q", name, q)
+		}
+	}
+	if strings.Count(q, "«") != 1 || strings.Count(q, "»") != 1 {
+		t.Errorf("question for %q does not show exactly one delimited value: %q", name, q)
+	}
+	// Outside the delimiters, the question is the server's own text only.
+	open, close := strings.Index(q, "«"), strings.LastIndex(q, "»")
+	if open < 0 || close < open {
+		return
+	}
+	if q[:open] != "Delete the file " || q[close+len("»"):] != " (1 byte)? This cannot be undone." {
+		t.Errorf("the name leaked out of its slot: %q", q)
+	}
+}
+
+// Layer: tool (re-check). After the question, the file is replaced by a
+// symlink to another file inside the root.
+func TestAttackSymlinkSwapAfterApproval(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	f, victim := e.file("a.txt", "a"), e.file("thesis.txt", "years of work")
+	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	state := ask(t, cs, f)
+
+	if err := os.Remove(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("thesis.txt", f); err != nil {
+		t.Fatal(err)
+	}
+	res, err := retry(cs, f, state, yes())
+	wantToolRefusal(t, res, err, "Nothing was deleted")
+	wantExists(t, f, victim)
+	if fi, _ := os.Lstat(f); fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the symlink itself was replaced")
+	}
+}
+
+// Layer: tool (re-check). After the question, another file is renamed over
+// the approved one (same name and size, different inode).
+func TestAttackFileReplacedAfterApproval(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	f := e.file("a.txt", "aaaa")
+	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	state := ask(t, cs, f)
+
+	other := e.file("b.txt", "bbbb")
+	if err := os.Rename(other, f); err != nil {
+		t.Fatal(err)
+	}
+	res, err := retry(cs, f, state, yes())
+	wantToolRefusal(t, res, err, "replaced or modified after it was approved")
+	if b, _ := os.ReadFile(f); string(b) != "bbbb" {
+		t.Fatalf("replacement file was touched: %q", b)
+	}
+}
+
+// Layer: tool, before asking. Paths outside the roots — absolute, "..",
+// a sibling directory sharing the root's prefix, a symlink leading out —
+// are refused without a question and without issuing a confirmation.
+func TestAttackPathOutsideRoots(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "data")
+	sibling := filepath.Join(base, "data-evil")
+	for _, d := range []string{root, sibling} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	outside := filepath.Join(base, "secret.txt")
+	inSibling := filepath.Join(sibling, "x.txt")
+	for _, p := range []string{outside, inSibling} {
+		if err := os.WriteFile(p, []byte("keep"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "abs-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../secret.txt", filepath.Join(root, "rel-link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(base, filepath.Join(root, "sub", "up")); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOptions{roots: []string{root}})
+	paths := map[string]string{
+		"absolute outside":  outside,
+		"dot-dot":           filepath.Join(root, "..", "secret.txt"),
+		"relative dot-dot":  "../secret.txt",
+		"sibling prefix":    inSibling,
+		"root itself":       root,
+		"system file":       "/etc/hostname",
+		"abs symlink out":   filepath.Join(root, "abs-link"),
+		"rel symlink out":   filepath.Join(root, "rel-link"),
+		"through dir link":  filepath.Join(root, "sub", "up", "secret.txt"),
+		"empty":             "",
+		"nul byte":          root + "/a\x00b",
+	}
+	for _, era := range []string{eraMRTR, eraLegacy} {
+		for name, p := range paths {
+			t.Run(era+"/"+name, func(t *testing.T) {
+				ans := accept()
+				cs := e.connect(clientOptions{era: era, answer: ans})
+				res, err := call(cs, p)
+				wantToolRefusal(t, res, err, "")
+				if len(ans.questions()) != 0 {
+					t.Fatalf("a question was asked for %q", p)
+				}
+			})
+		}
+	}
+	wantExists(t, outside, inSibling, filepath.Join(root, "abs-link"), filepath.Join(root, "rel-link"))
+	if n := e.issued(); n != 0 {
+		t.Fatalf("%d confirmations were issued for refused paths", n)
+	}
+}
+
+// Layer: tool. With no --root, every call is refused, before asking.
+func TestAttackNoRootsRefusesAll(t *testing.T) {
+	e := newEnv(t, envOptions{noRoots: true})
+	victim := filepath.Join(t.TempDir(), "a.txt")
+	if err := os.WriteFile(victim, []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, era := range []string{eraMRTR, eraLegacy} {
+		ans := accept()
+		res, err := call(e.connect(clientOptions{era: era, answer: ans}), victim)
+		wantToolRefusal(t, res, err, "no --root")
+		if len(ans.questions()) != 0 {
+			t.Fatal("a question was asked")
+		}
+	}
+	wantExists(t, victim)
+	if e.issued() != 0 {
+		t.Fatal("a confirmation was issued")
+	}
+}
+
+// Layer: boundary. An answer after the TTL.
+func TestAttackExpiredState(t *testing.T) {
+	c := newClock()
+	e := newEnv(t, envOptions{clock: c})
+	f := e.file("a.txt", "a")
+	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	state := ask(t, cs, f)
+
+	c.Advance(10*time.Minute + time.Second)
+	res, err := retry(cs, f, state, yes())
+	wantBoundaryRefusal(t, res, err)
+	wantExists(t, f)
+}
+
+// Layer: boundary. Alice's approval replayed by Bob: two users
+// authenticated by bearer tokens on one HTTP server.
+func TestAttackPrincipalMismatch(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	f := e.file("a.txt", "a")
+	users := map[string]string{"alice-token": "alice", "bob-token": "bob"}
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		u, ok := users[token]
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: u, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	hs := httptest.NewServer(auth.RequireBearerToken(verify, nil)(e.srv.Handler()))
+	t.Cleanup(hs.Close)
+	session := func(token string) *mcp.ClientSession {
+		hc := &http.Client{Transport: headerTransport{http.Header{"Authorization": {"Bearer " + token}}, http.DefaultTransport}}
+		client := mcp.NewClient(&mcp.Implementation{Name: token, Version: "1"}, &mcp.ClientOptions{
+			ElicitationHandler: accept().handle,
+			MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+		})
+		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	alice, bob := session("alice-token"), session("bob-token")
+	state := ask(t, alice, f)
+
+	res, err := retry(bob, f, state, yes())
+	wantBoundaryRefusal(t, res, err)
+	wantExists(t, f)
+
+	res, err = retry(alice, f, state, yes())
+	wantDeleted(t, res, err, f)
+}
+
+// Layer: boundary. A state sealed by another service sharing the keys.
+func TestAttackAudienceMismatch(t *testing.T) {
+	other := newEnv(t, envOptions{name: "some-other-server"})
+	e := newEnv(t, envOptions{roots: []string{other.root}})
+	f := other.file("a.txt", "a")
+	state := ask(t, other.connect(clientOptions{manual: true, answer: accept()}), f)
+
+	res, err := retry(e.connect(clientOptions{manual: true, answer: accept()}), f, state, yes())
+	wantBoundaryRefusal(t, res, err)
+	wantExists(t, f)
+}
+
+// Layer: ledger. Many clients race the same approval: exactly one deletes,
+// every other gets a clean refusal.
+func TestAttackConcurrentRedeem(t *testing.T) {
+	for _, transport := range []string{inMemory, httpT} {
+		t.Run(transport, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			f := e.file("a.txt", "a")
+			state := ask(t, e.connect(clientOptions{transport: transport, manual: true, answer: accept()}), f)
+
+			const racers = 32
+			sessions := make([]*mcp.ClientSession, racers)
+			for i := range sessions {
+				sessions[i] = e.connect(clientOptions{transport: transport, manual: true, answer: accept()})
+			}
+			var mu sync.Mutex
+			deleted, refused := 0, 0
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for _, cs := range sessions {
+				wg.Go(func() {
+					<-start
+					res, err := retry(cs, f, state, yes())
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case err == nil && !res.IsError:
+						deleted++
+					case err == nil && strings.Contains(text(res), "already used"):
+						refused++
+					default:
+						t.Errorf("unexpected outcome: err=%v res=%s", err, describe(res))
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			if deleted != 1 || refused != racers-1 {
+				t.Fatalf("deleted %d times, refused %d; want 1 and %d", deleted, refused, racers-1)
+			}
+			if _, err := os.Lstat(f); !os.IsNotExist(err) {
+				t.Fatal("file not deleted")
+			}
+		})
+	}
+}

@@ -1,0 +1,157 @@
+package server_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The happy path in every era over every transport: asked once, deleted once.
+func TestDeleteConfirmed(t *testing.T) {
+	for _, era := range []string{eraMRTR, eraLegacy} {
+		for _, transport := range []string{inMemory, httpT} {
+			t.Run(era+"/"+transport, func(t *testing.T) {
+				e := newEnv(t, envOptions{})
+				f := e.file("dir/report.pdf", "12345")
+				keep := e.file("dir/keep.txt", "k")
+				ans := accept()
+				res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
+				wantDeleted(t, res, err, f)
+				wantExists(t, keep)
+				qs := ans.questions()
+				if len(qs) != 1 {
+					t.Fatalf("asked %d times, want 1", len(qs))
+				}
+				if !strings.Contains(qs[0], "report.pdf") || !strings.Contains(qs[0], "5 bytes") {
+					t.Fatalf("question %q does not show the path and size", qs[0])
+				}
+				if e.issued() != 1 {
+					t.Fatalf("issued %d confirmations, want 1", e.issued())
+				}
+			})
+		}
+	}
+}
+
+// A declined or cancelled dialog deletes nothing, and spends the
+// confirmation: the same state cannot be accepted later.
+func TestDeclined(t *testing.T) {
+	for _, era := range []string{eraMRTR, eraLegacy} {
+		for _, ans := range []*answerer{decline(), {action: "cancel"}, {action: "accept", confirm: false}} {
+			t.Run(era+"/"+ans.action, func(t *testing.T) {
+				e := newEnv(t, envOptions{})
+				f := e.file("a.txt", "a")
+				res, err := call(e.connect(clientOptions{era: era, answer: ans}), f)
+				if err != nil || res.IsError || !strings.Contains(text(res), "Not confirmed") {
+					t.Fatalf("decline: err=%v res=%s", err, describe(res))
+				}
+				wantExists(t, f)
+			})
+		}
+	}
+	e := newEnv(t, envOptions{})
+	f := e.file("a.txt", "a")
+	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	state := ask(t, cs, f)
+	res, err := retry(cs, f, state, &mcp.ElicitResult{Action: "decline"})
+	if err != nil || res.IsError {
+		t.Fatalf("decline: err=%v res=%s", err, describe(res))
+	}
+	res, err = retry(cs, f, state, yes())
+	wantToolRefusal(t, res, err, "declined earlier")
+	wantExists(t, f)
+}
+
+// A client that declared no elicitation capability gets a clear tool error
+// at once (no hang, no code-0 protocol error), and nothing is issued.
+func TestClientWithoutElicitation(t *testing.T) {
+	for _, era := range []string{eraMRTR, eraLegacy} {
+		for _, transport := range []string{inMemory, httpT} {
+			t.Run(era+"/"+transport, func(t *testing.T) {
+				e := newEnv(t, envOptions{})
+				f := e.file("a.txt", "a")
+				res, err := call(e.connect(clientOptions{era: era, transport: transport}), f)
+				wantToolRefusal(t, res, err, "cannot show a confirmation dialog")
+				wantExists(t, f)
+				if e.issued() != 0 {
+					t.Fatal("a confirmation was issued")
+				}
+			})
+		}
+	}
+}
+
+// Key rotation: a server whose ring is [new, old] accepts states sealed
+// with old; once old is retired, they are refused.
+func TestKeyRotation(t *testing.T) {
+	oldKey := []byte("the old key, at least thirty-two bytes long")
+	newKey := []byte("the new key, at least thirty-two bytes long")
+	before := newEnv(t, envOptions{keys: [][]byte{oldKey}})
+	f := before.file("a.txt", "a")
+	state := ask(t, before.connect(clientOptions{manual: true, answer: accept()}), f)
+
+	// Both replicas share one ledger through the same store.
+	retired := newEnv(t, envOptions{roots: []string{before.root}, keys: [][]byte{newKey}})
+	res, err := retry(retired.connect(clientOptions{manual: true, answer: accept()}), f, state, yes())
+	wantBoundaryRefusal(t, res, err)
+	wantExists(t, f)
+
+	// The rotating replica verifies with the old key; its own ledger does not
+	// know the confirmation, which proves the boundary let it through.
+	rotating := newEnv(t, envOptions{roots: []string{before.root}, keys: [][]byte{newKey, oldKey}})
+	res, err = retry(rotating.connect(clientOptions{manual: true, answer: accept()}), f, state, yes())
+	wantToolRefusal(t, res, err, "no record of this confirmation")
+	wantExists(t, f)
+
+	// A server sealing with the new key while still holding the old one.
+	rs := before.root
+	e := newEnv(t, envOptions{roots: []string{rs}, keys: [][]byte{newKey, oldKey}})
+	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	state = ask(t, cs, f)
+	res, err = retry(newEnv(t, envOptions{roots: []string{rs}, keys: [][]byte{oldKey}}).connect(clientOptions{manual: true, answer: accept()}), f, state, yes())
+	wantBoundaryRefusal(t, res, err) // sealed with the new key: a replica still on [old] refuses
+	res, err = retry(cs, f, state, yes())
+	wantDeleted(t, res, err, f)
+}
+
+// The built binary, run over stdio by a real client as a separate process.
+func TestBinaryOverStdio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "mcp-confirm")
+	build := exec.Command("go", "build", "-o", bin, "github.com/mcp-confirm/mcp-confirm/cmd/mcp-confirm")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	f := filepath.Join(root, "a.txt")
+	if err := os.WriteFile(f, []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, era := range []string{eraMRTR, eraLegacy} {
+		t.Run(era, func(t *testing.T) {
+			if err := os.WriteFile(f, []byte("a"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ans := accept()
+			client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: ans.handle})
+			cmd := exec.Command(bin, "--root", root)
+			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := call(cs, f)
+			wantDeleted(t, res, err, f)
+			if len(ans.questions()) != 1 {
+				t.Fatalf("asked %d times", len(ans.questions()))
+			}
+		})
+	}
+}

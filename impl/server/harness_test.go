@@ -1,0 +1,342 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/impl/server"
+)
+
+// Protocol eras under test.
+const (
+	eraMRTR   = "2026-07-28" // multi round-trip requests: the client retries
+	eraLegacy = "2025-11-25" // the server elicits in-process
+)
+
+var testKey = []byte("0123456789abcdef0123456789abcdef-test-key")
+
+// clock is a settable clock shared by a test's servers.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ns.Store(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// env is one running server with its own root directory and ledger trace.
+type env struct {
+	t      *testing.T
+	root   string
+	srv    *server.Server
+	log    *syncBuffer
+	mu     sync.Mutex
+	events []ledger.Event
+}
+
+type envOptions struct {
+	roots     []string // nil: one fresh temporary root
+	noRoots   bool
+	keys      [][]byte
+	name      string
+	clock     *clock
+	store     ledger.Store
+	principal func(context.Context, mcp.Request) (string, error)
+}
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	e := &env{t: t, log: &syncBuffer{}}
+	roots := o.roots
+	if roots == nil && !o.noRoots {
+		e.root = t.TempDir()
+		roots = []string{e.root}
+	}
+	if o.keys == nil {
+		o.keys = [][]byte{testKey}
+	}
+	var now func() time.Time
+	if o.clock != nil {
+		now = o.clock.Now
+	}
+	srv, err := server.New(server.Options{
+		Name:      o.name,
+		Roots:     roots,
+		Keys:      o.keys,
+		Store:     o.store,
+		Principal: o.principal,
+		Now:       now,
+		Logger:    slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Observe: func(ev ledger.Event) {
+			e.mu.Lock()
+			e.events = append(e.events, ev)
+			e.mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	e.srv = srv
+	return e
+}
+
+// issued counts the confirmations this server's ledger issued.
+func (e *env) issued() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, ev := range e.events {
+		if ev.Action == ledger.ActionIssue && ev.Result == ledger.ResultOK {
+			n++
+		}
+	}
+	return n
+}
+
+// file creates a file under the root and returns its absolute path.
+func (e *env) file(name, content string) string {
+	e.t.Helper()
+	p := filepath.Join(e.root, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// answerer is a client's elicitation handler: it records the questions and
+// answers with a fixed action.
+type answerer struct {
+	action  string // "accept", "decline" or "cancel"
+	confirm bool
+	mu      sync.Mutex
+	asked   []string
+}
+
+func (a *answerer) handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	a.mu.Lock()
+	a.asked = append(a.asked, req.Params.Message)
+	a.mu.Unlock()
+	r := &mcp.ElicitResult{Action: a.action}
+	if a.action == "accept" {
+		r.Content = map[string]any{"confirm": a.confirm}
+	}
+	return r, nil
+}
+
+func (a *answerer) questions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.asked...)
+}
+
+func accept() *answerer  { return &answerer{action: "accept", confirm: true} }
+func decline() *answerer { return &answerer{action: "decline"} }
+
+// transport kinds.
+const (
+	inMemory = "in-memory"
+	httpT    = "http"
+)
+
+type clientOptions struct {
+	era       string
+	transport string
+	answer    *answerer // nil: the client declares no elicitation capability
+	manual    bool      // MRTR only: return input_required to the test instead of retrying
+	header    http.Header
+}
+
+// connect starts a real go-sdk client session to e's server.
+func (e *env) connect(o clientOptions) *mcp.ClientSession {
+	e.t.Helper()
+	copts := &mcp.ClientOptions{}
+	if o.answer != nil {
+		copts.ElicitationHandler = o.answer.handle
+	}
+	if o.manual {
+		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
+	ctx := context.Background()
+	var t mcp.Transport
+	switch o.transport {
+	case inMemory, "":
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := e.srv.MCP().Connect(ctx, st, nil)
+		if err != nil {
+			e.t.Fatalf("server connect: %v", err)
+		}
+		e.t.Cleanup(func() { ss.Close() })
+		t = ct
+	case httpT:
+		hs := httptest.NewServer(e.srv.Handler())
+		e.t.Cleanup(hs.Close)
+		hc := hs.Client()
+		if o.header != nil {
+			hc = &http.Client{Transport: headerTransport{o.header, hs.Client().Transport}}
+		}
+		t = &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}
+	}
+	era := o.era
+	if era == "" {
+		era = eraMRTR
+	}
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		e.t.Fatalf("client connect (%s, %s): %v", era, o.transport, err)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+type headerTransport struct {
+	h    http.Header
+	next http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.h {
+		r.Header[k] = v
+	}
+	return h.next.RoundTrip(r)
+}
+
+// call calls delete_file on path.
+func call(cs *mcp.ClientSession, path string) (*mcp.CallToolResult, error) {
+	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": path}})
+}
+
+// retry answers an input_required result by hand, as an MRTR client does.
+func retry(cs *mcp.ClientSession, path, state string, answer *mcp.ElicitResult) (*mcp.CallToolResult, error) {
+	return cs.CallTool(context.Background(), &mcp.CallToolParams{
+		Name:           "delete_file",
+		Arguments:      map[string]any{"path": path},
+		InputResponses: mcp.InputResponseMap{"confirm": answer},
+		RequestState:   state,
+	})
+}
+
+func yes() *mcp.ElicitResult { return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}} }
+
+// ask performs the first round by hand and returns the sealed state.
+func ask(t *testing.T, cs *mcp.ClientSession, path string) string {
+	t.Helper()
+	res, err := call(cs, path)
+	if err != nil {
+		t.Fatalf("first round: %v", err)
+	}
+	if !res.NeedsInput() || res.RequestState == "" {
+		t.Fatalf("first round: want input_required with a requestState, got %s", describe(res))
+	}
+	if _, ok := res.InputRequests["confirm"].(*mcp.ElicitParams); !ok {
+		t.Fatalf("first round: no elicitation in %s", describe(res))
+	}
+	return res.RequestState
+}
+
+func describe(res *mcp.CallToolResult) string {
+	if res == nil {
+		return "<nil result>"
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	if res.NeedsInput() {
+		return "input_required"
+	}
+	if res.IsError {
+		return "tool error: " + b.String()
+	}
+	return "result: " + b.String()
+}
+
+func text(res *mcp.CallToolResult) string { return strings.TrimPrefix(strings.TrimPrefix(describe(res), "tool error: "), "result: ") }
+
+// wantBoundaryRefusal asserts that the requestState boundary refused the
+// call: a JSON-RPC error with exactly the frozen code, message and data.
+func wantBoundaryRefusal(t *testing.T, res *mcp.CallToolResult, err error) {
+	t.Helper()
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		t.Fatalf("want the boundary's JSON-RPC error, got err=%v res=%s", err, describe(res))
+	}
+	if werr.Code != requeststate.RejectCode || werr.Message != requeststate.RejectMessage {
+		t.Fatalf("JSON-RPC error = %d %q, want %d %q", werr.Code, werr.Message, requeststate.RejectCode, requeststate.RejectMessage)
+	}
+	if got := strings.Join(strings.Fields(string(werr.Data)), ""); got != requeststate.RejectData {
+		t.Fatalf("JSON-RPC error data = %s, want %s", werr.Data, requeststate.RejectData)
+	}
+}
+
+// wantToolRefusal asserts that the tool (not the boundary) refused the
+// call with an IsError result mentioning want.
+func wantToolRefusal(t *testing.T, res *mcp.CallToolResult, err error, want string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("want a tool error result, got a protocol error: %v", err)
+	}
+	if res == nil || !res.IsError || res.NeedsInput() {
+		t.Fatalf("want a tool error result, got %s", describe(res))
+	}
+	if !strings.Contains(text(res), want) {
+		t.Fatalf("tool error %q does not mention %q", text(res), want)
+	}
+}
+
+func wantDeleted(t *testing.T, res *mcp.CallToolResult, err error, path string) {
+	t.Helper()
+	if err != nil || res == nil || res.IsError || res.NeedsInput() {
+		t.Fatalf("want deletion, got err=%v res=%s", err, describe(res))
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s still exists after a reported deletion (%v)", path, err)
+	}
+}
+
+func wantExists(t *testing.T, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err != nil {
+			t.Fatalf("%s should not have been touched: %v", p, err)
+		}
+	}
+}

@@ -1,0 +1,145 @@
+// Package server assembles the reference mcp-confirm server: a go-sdk
+// server with the requestState boundary in its receiving chain, a ledger,
+// the confirmation flow and the delete_file tool.
+//
+// What it guarantees: every tools/call, prompts/get and resources/read
+// passes through the boundary (installed before any tool can run), and
+// delete_file acts only through the confirmation flow. Over HTTP it serves
+// both protocol eras from one address.
+//
+// What it does not do: authenticate clients. Over HTTP without an
+// authenticating front end every caller is the same (empty) principal; put
+// the handler behind go-sdk's auth middleware to bind approvals to users.
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
+	"github.com/mcp-confirm/mcp-confirm/impl/filetool"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+)
+
+// DefaultName is the server's name, and the default audience of its
+// requestState.
+const DefaultName = "mcp-confirm"
+
+// Options configures a [Server]. Zero values are secure defaults.
+type Options struct {
+	// Name is the server's implementation name and the requestState
+	// audience. Replicas behind one load balancer must share it.
+	Name    string
+	Version string
+	// Roots are the directories delete_file may delete inside. None means
+	// every call is refused.
+	Roots []string
+	// Keys are the requestState secrets (see requeststate.Options.Keys);
+	// nil means an ephemeral key known to this process only.
+	Keys [][]byte
+	// TTL bounds how long a question may wait for its answer, both in the
+	// sealed requestState and in the ledger. Default 600 s.
+	TTL time.Duration
+	// Store holds confirmations; nil means an in-memory store.
+	Store ledger.Store
+	// Principal overrides who the caller is (requeststate.Options.Principal).
+	Principal func(ctx context.Context, req mcp.Request) (string, error)
+	// Logger receives refusal reasons; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Observe traces ledger events (ledger.Options.Observe).
+	Observe func(ledger.Event)
+}
+
+// Server is an assembled mcp-confirm server.
+type Server struct {
+	mcp  *mcp.Server
+	tool *filetool.Tool
+}
+
+// New assembles a server. It opens the roots; call Close to release them.
+func New(opts Options) (*Server, error) {
+	if opts.Name == "" {
+		opts.Name = DefaultName
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.TTL == 0 {
+		opts.TTL = requeststate.DefaultTTL
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Store == nil {
+		opts.Store = ledger.NewMemory(ledger.MemoryOptions{Now: opts.Now})
+	}
+	boundary, err := requeststate.New(requeststate.Options{
+		Keys:      opts.Keys,
+		TTL:       opts.TTL,
+		Audience:  opts.Name,
+		Principal: opts.Principal,
+		Now:       opts.Now,
+		Logger:    opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	l, err := ledger.New(opts.Store, ledger.Options{TTL: opts.TTL, Now: opts.Now, Observe: opts.Observe})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	flow, err := confirm.New(confirm.Options{Ledger: l, Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	tool, err := filetool.New(filetool.Options{Roots: opts.Roots, Flow: flow})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if len(opts.Roots) == 0 {
+		opts.Logger.Warn("no --root given: every delete_file call will be refused")
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{Logger: opts.Logger})
+	// The boundary wraps everything after go-sdk's own legacy-era shim, so
+	// every requestState that crosses the wire is sealed and verified.
+	s.AddReceivingMiddleware(boundary.Middleware())
+	tool.Register(s)
+	return &Server{mcp: s, tool: tool}, nil
+}
+
+// MCP returns the go-sdk server, to run over any transport.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Close releases the roots.
+func (s *Server) Close() error { return s.tool.Close() }
+
+// ProtocolMRTR is the first protocol version with multi round-trip requests.
+const ProtocolMRTR = "2026-07-28"
+
+// Handler serves streamable HTTP for both protocol eras from one address.
+//
+// go-sdk v1.8.0's stateful handler refuses 2026-07-28 requests, and its
+// stateless handler cannot elicit in-process for older clients, so requests
+// are routed by their Mcp-Protocol-Version header: 2026-07-28 and later to
+// a stateless handler, everything else (including the header-less
+// initialize of older clients) to a stateful one.
+func (s *Server) Handler() http.Handler {
+	get := func(*http.Request) *mcp.Server { return s.mcp }
+	stateful := mcp.NewStreamableHTTPHandler(get, nil)
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= ProtocolMRTR {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+}
