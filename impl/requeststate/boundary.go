@@ -107,7 +107,7 @@ func New(opts Options) (*Boundary, error) {
 	}
 	ring, err := buildRing(secrets)
 	if err != nil {
-		return nil, fmt.Errorf("requeststate: %w", err)
+		return nil, err
 	}
 	b := &Boundary{
 		ring:      ring,
