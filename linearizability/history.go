@@ -1,0 +1,283 @@
+package linearizability
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+)
+
+// RecorderOptions configures a [Recorder]. The zero value is ready to use.
+type RecorderOptions struct {
+	// Skew is how far the store's clock may be from the recorder's. Each
+	// operation's decision window is widened by it on both sides. Zero (the
+	// default, and right for an in-process store on the same clock) checks
+	// expiry to the nanosecond; a store on another machine (Redis,
+	// PostgreSQL) needs its clock's worst offset plus its own rounding.
+	Skew time.Duration
+}
+
+// A Recorder collects one history. It is safe for concurrent use; each
+// goroutine records through its own [Client].
+type Recorder struct {
+	start time.Time // carries a monotonic reading: the time axis' origin
+	skew  int64
+
+	mu      sync.Mutex
+	ops     []porcupine.Operation
+	clients int // ClientIds handed out
+}
+
+// NewRecorder starts a history now.
+func NewRecorder(opts RecorderOptions) (*Recorder, error) {
+	if opts.Skew < 0 {
+		return nil, fmt.Errorf("linearizability: negative clock skew %v", opts.Skew)
+	}
+	return &Recorder{start: time.Now(), skew: int64(opts.Skew)}, nil
+}
+
+// now is the current time on the history's axis, from the monotonic clock.
+func (r *Recorder) now() int64 { return time.Since(r.start).Nanoseconds() }
+
+// At converts t to the history's time axis. Times that carry a monotonic
+// reading (from time.Now, and Add on it) convert exactly; others convert by
+// wall clock.
+func (r *Recorder) At(t time.Time) int64 { return t.Sub(r.start).Nanoseconds() }
+
+func (r *Recorder) newClientID() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.clients++
+	return r.clients - 1
+}
+
+// Client returns a new client: one sequential stream of operations, with a
+// ClientId of its own.
+func (r *Recorder) Client() *Client { return &Client{r: r, id: r.newClientID()} }
+
+// History returns a copy of what has been recorded so far. Operations still
+// in flight are not included: call it once every client has returned.
+func (r *Recorder) History() History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return History{Operations: append([]porcupine.Operation(nil), r.ops...), Clients: r.clients}
+}
+
+// A Client records the operations of one goroutine. It is not safe for
+// concurrent use: porcupine requires a client's operations to be
+// sequential. After an operation whose outcome is unknown the client takes
+// a new ClientId, because that operation stays pending to the end of the
+// history and would otherwise overlap the client's next ones.
+type Client struct {
+	r  *Recorder
+	id int
+}
+
+// ID is the client's current ClientId.
+func (c *Client) ID() int { return c.id }
+
+// Issue records s.Add(ctx, conf).
+func (c *Client) Issue(ctx context.Context, s ledger.Store, conf ledger.Confirmation) error {
+	_, err := c.Do(OpIssue, conf.ID, conf.Expires, func() (ledger.Confirmation, error) {
+		return ledger.Confirmation{}, s.Add(ctx, conf)
+	})
+	return err
+}
+
+// Redeem records s.Spend(ctx, id, ledger.Redeemed).
+func (c *Client) Redeem(ctx context.Context, s ledger.Store, id ledger.ID) (ledger.Confirmation, error) {
+	return c.Do(OpRedeem, id, time.Time{}, func() (ledger.Confirmation, error) {
+		return s.Spend(ctx, id, ledger.Redeemed)
+	})
+}
+
+// Cancel records s.Spend(ctx, id, ledger.Cancelled).
+func (c *Client) Cancel(ctx context.Context, s ledger.Store, id ledger.ID) (ledger.Confirmation, error) {
+	return c.Do(OpCancel, id, time.Time{}, func() (ledger.Confirmation, error) {
+		return s.Spend(ctx, id, ledger.Cancelled)
+	})
+}
+
+// Do records one operation performed by call, over any transport (a store,
+// a ledger, an MCP server): op on confirmation id (expires is the expiry
+// being issued, for OpIssue only). call must report the outcome with the
+// ledger's sentinel errors; any other error means the outcome is unknown,
+// and the operation is recorded as pending until the end of the history —
+// it may take effect at any later time — never dropped. Do returns what
+// call returned.
+func (c *Client) Do(op Op, id ledger.ID, expires time.Time, call func() (ledger.Confirmation, error)) (ledger.Confirmation, error) {
+	r := c.r
+	in := Input{Op: op, ID: id}
+	if op == OpIssue {
+		in.Expires = r.At(expires)
+	}
+	begin := r.now()
+	conf, err := call()
+	end := r.now()
+
+	out := Output{Result: ledger.ResultOf(err)}
+	if out.Result == ledger.ResultOK && op != OpIssue {
+		out.ID = conf.ID
+	}
+	in.From, in.To = begin-r.skew, addSat(end, r.skew)
+	rec := porcupine.Operation{ClientId: c.id, Call: begin, Output: out, Return: end}
+	if out.Result == ledger.ResultError {
+		// As etcd's robustness tests do: the request may still be in
+		// flight and take effect at any later time, so it returns "at the
+		// end of time", and this client continues under a new id.
+		rec.Return, in.To = math.MaxInt64, math.MaxInt64
+		c.id = r.newClientID()
+	}
+	rec.Input = in
+	r.mu.Lock()
+	r.ops = append(r.ops, rec)
+	r.mu.Unlock()
+	return conf, err
+}
+
+// addSat returns a+b (b ≥ 0), saturating at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// A History is a recorded set of operations, in porcupine's form, with
+// Input and Output of types [Input] and [Output].
+type History struct {
+	Operations []porcupine.Operation
+	// Clients is how many ClientIds were used: one per goroutine, plus one
+	// per operation whose outcome was unknown.
+	Clients int
+	// Goroutines is how many goroutines recorded it, if known (Record
+	// sets it).
+	Goroutines int
+}
+
+// Stats summarises a history: enough to tell whether a workload exercised
+// what it meant to.
+type Stats struct {
+	Operations int
+	Goroutines int
+	Clients    int
+	Partitions int // distinct confirmation ids
+	// Results counts outcomes per operation kind.
+	Results map[Op]map[ledger.Result]int
+	// Unknown is how many operations had an unknown outcome (pending to
+	// the end of the history).
+	Unknown int
+	// Straddling is how many spends that returned had a decision window
+	// containing their confirmation's expiry, so either side was allowed.
+	Straddling int
+	// Crossed is how many confirmations got answers from both sides of
+	// their expiry: ok, spent or cancelled before it, expired after it.
+	Crossed int
+	// Overlap is the most operations on one confirmation in flight at the
+	// same instant (operations with unknown outcome excluded): how hard
+	// the goroutines actually raced.
+	Overlap int
+}
+
+// Stats computes the history's [Stats].
+func (h History) Stats() Stats {
+	st := Stats{
+		Operations: len(h.Operations),
+		Goroutines: h.Goroutines,
+		Clients:    h.Clients,
+		Results:    make(map[Op]map[ledger.Result]int),
+	}
+	expiry := make(map[ledger.ID]int64)
+	ids := make(map[ledger.ID]bool)
+	for _, op := range h.Operations {
+		in := op.Input.(Input)
+		ids[in.ID] = true
+		if in.Op == OpIssue {
+			expiry[in.ID] = in.Expires
+		}
+	}
+	st.Partitions = len(ids)
+	for _, op := range h.Operations {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if st.Results[in.Op] == nil {
+			st.Results[in.Op] = make(map[ledger.Result]int)
+		}
+		st.Results[in.Op][out.Result]++
+		if out.Result == ledger.ResultError {
+			st.Unknown++
+		}
+		if e, ok := expiry[in.ID]; ok && in.Op != OpIssue && out.Result != ledger.ResultError && in.From < e && e <= in.To {
+			st.Straddling++
+		}
+	}
+	for _, part := range Partition(h.Operations) {
+		st.Overlap = max(st.Overlap, overlap(part))
+		var before, after bool
+		for _, op := range part {
+			switch op.Output.(Output).Result {
+			case ledger.ResultOK, ledger.ResultSpent, ledger.ResultCancelled:
+				before = before || op.Input.(Input).Op != OpIssue
+			case ledger.ResultExpired:
+				after = true
+			}
+		}
+		if before && after {
+			st.Crossed++
+		}
+	}
+	return st
+}
+
+// overlap is the most operations of ops in flight at one instant.
+func overlap(ops []porcupine.Operation) int {
+	type edge struct {
+		t     int64
+		delta int
+	}
+	var edges []edge
+	for _, op := range ops {
+		if op.Return != math.MaxInt64 {
+			edges = append(edges, edge{op.Call, 1}, edge{op.Return, -1})
+		}
+	}
+	// Calls before returns at the same instant: porcupine's intervals are
+	// closed.
+	sort.Slice(edges, func(i, j int) bool {
+		if edges[i].t != edges[j].t {
+			return edges[i].t < edges[j].t
+		}
+		return edges[i].delta > edges[j].delta
+	})
+	most, n := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		most = max(most, n)
+	}
+	return most
+}
+
+// String is a one-paragraph summary of the stats.
+func (s Stats) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d operations, %d goroutines, %d clients, %d partitions (confirmation ids)",
+		s.Operations, s.Goroutines, s.Clients, s.Partitions)
+	for _, op := range []Op{OpIssue, OpRedeem, OpCancel} {
+		rs := s.Results[op]
+		var parts []string
+		for r, n := range rs {
+			parts = append(parts, fmt.Sprintf("%s %d", r, n))
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(&b, "; %s: %s", op, strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, "; %d outcomes unknown; %d confirmations answered across their expiry, %d spends straddling it; up to %d operations in flight on one confirmation",
+		s.Unknown, s.Crossed, s.Straddling, s.Overlap)
+	return b.String()
+}
