@@ -1,0 +1,168 @@
+package linearizability
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+)
+
+// checkTimeout bounds every porcupine run; a timed-out run fails.
+const checkTimeout = 60 * time.Second
+
+// workload is the CI size (at least 10,000 operations over 64 goroutines),
+// or a reduced one under -short.
+func workload() Workload {
+	if testing.Short() {
+		return Workload{Goroutines: 16, Operations: 2_000}
+	}
+	return Workload{Goroutines: 64, Operations: 10_000}
+}
+
+// newMemory returns an in-memory store whose caps the workload cannot
+// reach, so that every Add is decided on the id alone.
+func newMemory() *ledger.Memory {
+	return ledger.NewMemory(ledger.MemoryOptions{MaxPending: 1 << 20, MaxPendingPerPrincipal: 1 << 20})
+}
+
+// record runs the workload against s.
+func record(t *testing.T, s ledger.Store, w Workload) History {
+	t.Helper()
+	h, err := Record(t.Context(), s, w)
+	if err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+	if st := h.Stats(); st.Operations != w.Operations || st.Goroutines != w.Goroutines {
+		t.Fatalf("recorded %d operations over %d goroutines, want %d over %d",
+			st.Operations, st.Goroutines, w.Operations, w.Goroutines)
+	}
+	return h
+}
+
+// covered checks that a correct store's history exercised everything the
+// workload is meant to, so that a pass is not a pass by omission.
+func covered(t *testing.T, h History) {
+	t.Helper()
+	st := h.Stats()
+	spends := func(r ledger.Result) int { return st.Results[OpRedeem][r] + st.Results[OpCancel][r] }
+	for _, want := range []struct {
+		what string
+		n    int
+	}{
+		{"issued", st.Results[OpIssue][ledger.ResultOK]},
+		{"refused duplicate issues", st.Results[OpIssue][ledger.ResultExists]},
+		{"redeemed", st.Results[OpRedeem][ledger.ResultOK]},
+		{"cancelled", st.Results[OpCancel][ledger.ResultOK]},
+		{"refused as spent", spends(ledger.ResultSpent)},
+		{"refused as cancelled", spends(ledger.ResultCancelled)},
+		{"refused as expired", spends(ledger.ResultExpired)},
+		{"refused as unknown", spends(ledger.ResultUnknown)},
+		{"confirmations answered across their expiry", st.Crossed},
+	} {
+		if want.n == 0 {
+			t.Errorf("workload exercised no %s: %v", want.what, st)
+		}
+	}
+	if st.Overlap < 2 {
+		t.Errorf("no two operations on one confirmation were ever in flight together: %v", st)
+	}
+}
+
+// TestMemory checks the in-memory store under the racing workload.
+func TestMemory(t *testing.T) {
+	w := workload()
+	h := record(t, newMemory(), w)
+	covered(t, h)
+	Check(t, h, checkTimeout)
+}
+
+// errInjected stands for a store that went away mid-request: not a
+// sentinel, so the outcome is unknown.
+var errInjected = errors.New("injected fault: connection reset")
+
+// lossy is the in-memory store behind a faulty connection: some requests
+// are lost before they reach the store (not applied), and some replies are
+// lost after it acted (applied). The caller sees the same error for both.
+// Faults are deterministic in the call count, not random.
+type lossy struct {
+	ledger.Store
+	calls                  atomic.Uint64
+	lostRequest, lostReply atomic.Uint64 // how many of each were injected
+}
+
+// fault reports whether call n loses its request (before) or its reply
+// (after).
+func (l *lossy) fault() (before, after bool) {
+	n := l.calls.Add(1)
+	return n%37 == 0, n%41 == 0
+}
+
+func (l *lossy) Add(ctx context.Context, c ledger.Confirmation) error {
+	before, after := l.fault()
+	if before {
+		l.lostRequest.Add(1)
+		return errInjected
+	}
+	err := l.Store.Add(ctx, c)
+	if after {
+		l.lostReply.Add(1)
+		return errInjected
+	}
+	return err
+}
+
+func (l *lossy) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
+	before, after := l.fault()
+	if before {
+		l.lostRequest.Add(1)
+		return ledger.Confirmation{}, errInjected
+	}
+	c, err := l.Store.Spend(ctx, id, to)
+	if after {
+		l.lostReply.Add(1)
+		return ledger.Confirmation{}, errInjected
+	}
+	return c, err
+}
+
+// TestMemoryLostReplies checks the in-memory store behind a connection
+// that loses requests and replies: operations with unknown outcomes stay
+// in the history as "may or may not have applied". As a control, the
+// same history with those operations dropped — what a recorder that
+// discarded failures would check — must not be linearizable, which shows
+// that some of them did apply.
+func TestMemoryLostReplies(t *testing.T) {
+	w := workload()
+	s := &lossy{Store: newMemory()}
+	h := record(t, s, w)
+	covered(t, h)
+	st := h.Stats()
+	if st.Unknown == 0 || s.lostRequest.Load() == 0 || s.lostReply.Load() == 0 {
+		t.Fatalf("no faults injected: %v", st)
+	}
+	if want := w.Goroutines + st.Unknown; st.Clients != want {
+		t.Errorf("%d clients, want one per goroutine plus one per unknown outcome = %d", st.Clients, want)
+	}
+	t.Logf("injected %d lost requests and %d lost replies", s.lostRequest.Load(), s.lostReply.Load())
+	Check(t, h, checkTimeout)
+
+	t.Run("dropped", func(t *testing.T) {
+		var kept History
+		kept.Goroutines, kept.Clients = h.Goroutines, h.Clients
+		for _, op := range h.Operations {
+			if op.Output.(Output).Result != ledger.ResultError {
+				kept.Operations = append(kept.Operations, op)
+			}
+		}
+		r := Verify(kept, checkTimeout)
+		t.Logf("without its %d unknown outcomes: %s in %v", st.Unknown, r.Result, r.Elapsed.Round(time.Millisecond))
+		if r.Result != porcupine.Illegal {
+			t.Fatalf("dropping the lost operations left a history porcupine calls %s, want Illegal", r.Result)
+		}
+	})
+}

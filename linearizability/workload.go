@@ -1,0 +1,199 @@
+package linearizability
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	mrand "math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+)
+
+// Workload configures [Record]. The zero value is the default workload.
+type Workload struct {
+	// Goroutines is how many goroutines race. Default 64.
+	Goroutines int
+	// Operations is how many operations they perform in all. Default 10,000.
+	Operations int
+	// Hot is how many confirmations are being raced at any moment: every
+	// spend picks one of the Hot most recently issued ones, so about
+	// Goroutines/Hot goroutines contend for each. Default 8.
+	Hot int
+	// OpTimeout, if positive, bounds each operation with a context
+	// deadline; a timed-out operation is recorded as outcome unknown.
+	OpTimeout time.Duration
+	// Skew is the clock-skew allowance passed to the [Recorder].
+	Skew time.Duration
+}
+
+// Defaults of a [Workload].
+const (
+	DefaultGoroutines = 64
+	DefaultOperations = 10_000
+	DefaultHot        = 8
+)
+
+// The mix of operations, per thousand. Spends of a hot confirmation are
+// redeems three times in four and cancels otherwise.
+const (
+	mixIssue        = 40  // expires in an hour: decided on its state alone
+	mixIssueExpired = 10  // already expired when issued: every spend must see it expired
+	mixIssueSoon    = 40  // expires while still hot: spent across its expiry
+	mixDuplicate    = 10  // re-issue a hot confirmation: must be refused as existing, once one Add won
+	mixUnknown      = 30  // spend an id never issued: must be refused as unknown
+	mixSpend        = 870 // redeem or cancel a hot confirmation
+)
+
+// Record drives s with w's workload and returns the history: Goroutines
+// goroutines, released at once, each performing its share of Operations,
+// racing redeems and cancels of the same few confirmations while new ones
+// are issued (some already expired, some expiring mid-race) and ids that
+// were never issued are tried. Ids carry a random 64-bit prefix, so runs
+// sharing a store do not collide.
+//
+// It returns an error if w is invalid, or with the partial history if ctx
+// ends first.
+func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
+	if s == nil {
+		return History{}, fmt.Errorf("linearizability: nil store")
+	}
+	if w.Goroutines < 0 || w.Operations < 0 || w.Hot < 0 || w.OpTimeout < 0 {
+		return History{}, fmt.Errorf("linearizability: negative workload size in %+v", w)
+	}
+	if w.Goroutines == 0 {
+		w.Goroutines = DefaultGoroutines
+	}
+	if w.Operations == 0 {
+		w.Operations = DefaultOperations
+	}
+	if w.Hot == 0 {
+		w.Hot = DefaultHot
+	}
+	rec, err := NewRecorder(RecorderOptions{Skew: w.Skew})
+	if err != nil {
+		return History{}, err
+	}
+
+	var prefix [8]byte
+	if _, err := rand.Read(prefix[:]); err != nil {
+		return History{}, fmt.Errorf("linearizability: id prefix: %w", err)
+	}
+	var seq atomic.Uint64
+	newID := func() ledger.ID {
+		var id ledger.ID
+		copy(id[:8], prefix[:])
+		binary.BigEndian.PutUint64(id[8:], seq.Add(1))
+		return id
+	}
+	wl := &run{store: s, rec: rec, hot: make([]atomic.Pointer[ledger.Confirmation], w.Hot), newID: newID}
+
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range w.Goroutines {
+		n := w.Operations / w.Goroutines
+		if g < w.Operations%w.Goroutines {
+			n++
+		}
+		c := rec.Client()
+		rnd := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
+		principal := fmt.Sprintf("client-%d", g)
+		wg.Go(func() {
+			<-start
+			for range n {
+				if ctx.Err() != nil {
+					return
+				}
+				opCtx, cancel := ctx, context.CancelFunc(func() {})
+				if w.OpTimeout > 0 {
+					opCtx, cancel = context.WithTimeout(ctx, w.OpTimeout)
+				}
+				wl.act(opCtx, c, rnd, principal)
+				cancel()
+				// Hand the processor over between operations, so that the
+				// goroutines interleave operation by operation instead of
+				// each running a burst of its share alone.
+				runtime.Gosched()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	h := rec.History()
+	h.Goroutines = w.Goroutines
+	return h, ctx.Err()
+}
+
+// run is the shared state of one Record call.
+type run struct {
+	store  ledger.Store
+	rec    *Recorder
+	hot    []atomic.Pointer[ledger.Confirmation]
+	newID  func() ledger.ID
+	issued atomic.Int64 // confirmations published to hot so far
+}
+
+// lifetime estimates how long a confirmation stays hot: the time between
+// two issues into the same slot so far. A confirmation expiring within it
+// is likely to be spent across its expiry, whatever the store's speed.
+func (wl *run) lifetime() time.Duration {
+	n := wl.issued.Load()
+	if n == 0 {
+		return time.Millisecond
+	}
+	return max(time.Duration(wl.rec.now()*int64(len(wl.hot))/n), time.Microsecond)
+}
+
+// act performs one randomly chosen operation of the workload.
+func (wl *run) act(ctx context.Context, c *Client, rnd *mrand.Rand, principal string) {
+	s, hot := wl.store, wl.hot
+	issue := func(ttl time.Duration) {
+		conf := &ledger.Confirmation{
+			ID:         wl.newID(),
+			Tool:       "linearizability",
+			ArgsDigest: "-",
+			Principal:  principal,
+			Shown:      "race?",
+			// Keeps its monotonic reading, so that an in-process store
+			// and the recorder compare it on the same clock.
+			Expires: time.Now().Add(ttl),
+		}
+		// Published before the Add, so that spends race the Add itself.
+		hot[rnd.IntN(len(hot))].Store(conf)
+		wl.issued.Add(1)
+		_ = c.Issue(ctx, s, *conf)
+	}
+	r := rnd.IntN(1000)
+	switch {
+	case r < mixIssue:
+		issue(time.Hour)
+	case r < mixIssue+mixIssueExpired:
+		issue(-time.Second)
+	case r < mixIssue+mixIssueExpired+mixIssueSoon:
+		issue(time.Duration(rnd.Int64N(int64(wl.lifetime()))))
+	case r < mixIssue+mixIssueExpired+mixIssueSoon+mixDuplicate:
+		if conf := hot[rnd.IntN(len(hot))].Load(); conf != nil {
+			_ = c.Issue(ctx, s, *conf)
+		} else {
+			issue(time.Hour)
+		}
+	case r < mixIssue+mixIssueExpired+mixIssueSoon+mixDuplicate+mixUnknown:
+		_, _ = c.Redeem(ctx, s, wl.newID())
+	default:
+		conf := hot[rnd.IntN(len(hot))].Load()
+		if conf == nil {
+			issue(time.Hour)
+			return
+		}
+		if rnd.IntN(4) == 3 {
+			_, _ = c.Cancel(ctx, s, conf.ID)
+		} else {
+			_, _ = c.Redeem(ctx, s, conf.ID)
+		}
+	}
+}
