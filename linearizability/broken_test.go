@@ -1,0 +1,178 @@
+package linearizability
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+)
+
+// broken is a store with one deliberate defect, chosen by its flags, and
+// otherwise the in-memory store's behaviour (minus caps and sweeping).
+type broken struct {
+	// checkThenAct: Spend reads the state under the lock, releases it,
+	// yields, and writes under the lock again — so several concurrent
+	// spends can all see "pending" and all succeed.
+	checkThenAct bool
+	// ignoreExpiry: Spend honours confirmations past their expiry.
+	ignoreExpiry bool
+
+	mu sync.Mutex
+	m  map[ledger.ID]*brokenEntry
+}
+
+type brokenEntry struct {
+	c     ledger.Confirmation
+	state ledger.State
+}
+
+var _ ledger.Store = (*broken)(nil)
+
+func (s *broken) Add(_ context.Context, c ledger.Confirmation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = make(map[ledger.ID]*brokenEntry)
+	}
+	if _, ok := s.m[c.ID]; ok {
+		return ledger.ErrExists
+	}
+	s.m[c.ID] = &brokenEntry{c: c, state: ledger.Pending}
+	return nil
+}
+
+func (s *broken) Spend(_ context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
+	now := time.Now()
+	s.mu.Lock()
+	e, ok := s.m[id]
+	var st ledger.State
+	if ok {
+		st = e.state
+	}
+	if !s.checkThenAct {
+		defer s.mu.Unlock()
+	} else {
+		s.mu.Unlock()
+	}
+	switch {
+	case !ok:
+		return ledger.Confirmation{}, ledger.ErrUnknown
+	case !s.ignoreExpiry && !now.Before(e.c.Expires):
+		return ledger.Confirmation{}, ledger.ErrExpired
+	case st == ledger.Redeemed:
+		return ledger.Confirmation{}, ledger.ErrSpent
+	case st == ledger.Cancelled:
+		return ledger.Confirmation{}, ledger.ErrCancelled
+	}
+	if s.checkThenAct {
+		// The window between check and act, widened by handing the
+		// processor to another goroutine (no sleep: the scheduler, not
+		// the wall clock, opens the race).
+		runtime.Gosched()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	e.state = to
+	return e.c, nil
+}
+
+// TestBrokenStores is the negative control: the same workload and checker
+// must reject each defective store, and the history must show the defect
+// (so the rejection is for the right reason). The visualization of each
+// failing history is written under os.TempDir() and named in the log.
+func TestBrokenStores(t *testing.T) {
+	tests := []struct {
+		name  string
+		store func() ledger.Store
+		// witness finds the defect in the history.
+		witness func(h History) (string, bool)
+	}{
+		{"check-then-act", func() ledger.Store { return &broken{checkThenAct: true} }, doubleSpend},
+		{"ignores expiry", func() ledger.Store { return &broken{ignoreExpiry: true} }, spentAfterExpiry},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := workload()
+			h := record(t, tt.store(), w)
+			what, ok := tt.witness(h)
+			if !ok {
+				t.Fatalf("the defect never showed in the history: %v", h.Stats())
+			}
+			t.Logf("defect in the history: %s", what)
+			r := Verify(h, checkTimeout)
+			t.Logf("history: %v", r.Stats)
+			t.Logf("porcupine: %s in %v", r.Result, r.Elapsed.Round(time.Millisecond))
+			if r.Result != porcupine.Illegal {
+				t.Fatalf("porcupine says %s for a %s store, want Illegal", r.Result, tt.name)
+			}
+			bad := r.Violations()
+			if len(bad) == 0 {
+				t.Fatal("Illegal, but no partition without a linearization")
+			}
+			t.Logf("%d confirmations without a linearization; the first:\n%s", len(bad), Describe(bad[0]))
+
+			dir := filepath.Join(os.TempDir(), "mcp-confirm-linearizability")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+".html")
+			if err := r.Visualize(path); err != nil {
+				t.Fatalf("Visualize: %v", err)
+			}
+			fi, err := os.Stat(path)
+			if err != nil || fi.Size() == 0 {
+				t.Fatalf("visualization not written: %v", err)
+			}
+			t.Logf("visualization (%d KiB): %s", fi.Size()>>10, path)
+		})
+	}
+}
+
+// doubleSpend finds a confirmation spent successfully more than once.
+func doubleSpend(h History) (string, bool) {
+	wins := make(map[ledger.ID]int)
+	most, worst := 0, ledger.ID{}
+	for _, op := range h.Operations {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if in.Op != OpIssue && out.Result == ledger.ResultOK {
+			if wins[in.ID]++; wins[in.ID] > most {
+				most, worst = wins[in.ID], in.ID
+			}
+		}
+	}
+	n := 0
+	for _, w := range wins {
+		if w > 1 {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d confirmations spent more than once; %s %d times", n, short(worst), most), n > 0
+}
+
+// spentAfterExpiry finds a spend that succeeded although it was called
+// after its confirmation's expiry.
+func spentAfterExpiry(h History) (string, bool) {
+	expiry := make(map[ledger.ID]int64)
+	for _, op := range h.Operations {
+		if in := op.Input.(Input); in.Op == OpIssue {
+			expiry[in.ID] = in.Expires
+		}
+	}
+	n := 0
+	for _, op := range h.Operations {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if e, ok := expiry[in.ID]; ok && in.Op != OpIssue && out.Result == ledger.ResultOK && in.From >= e {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d spends succeeded after their confirmation's expiry", n), n > 0
+}
