@@ -229,19 +229,41 @@ func kind(m fs.FileMode) string {
 	return "special file"
 }
 
-func (t *Tool) ask(path string) (confirm.Question, error) {
+// Locate validates path exactly as the first round does — inside a root,
+// not escaping it through "..", symlinks or a sibling's name, and naming a
+// regular file — and returns the file's absolute path under its root. An
+// error is a [confirm.Refusal] saying why.
+func (t *Tool) Locate(path string) (string, error) {
+	tg, _, err := t.locate(path)
+	if err != nil {
+		return "", err
+	}
+	return tg.shown(), nil
+}
+
+func (t *Tool) locate(path string) (target, identity, error) {
 	tg, err := t.resolve(path)
 	if err != nil {
-		return confirm.Question{}, err
+		return target{}, identity{}, err
 	}
 	id, err := tg.lstat()
 	if err != nil {
+		return target{}, identity{}, err
+	}
+	return tg, id, nil
+}
+
+// shown is the path as the person sees it: under the root's resolved name.
+func (tg target) shown() string { return filepath.Join(tg.root.names[0], tg.rel) }
+
+func (t *Tool) ask(path string) (confirm.Question, error) {
+	tg, id, err := t.locate(path)
+	if err != nil {
 		return confirm.Question{}, err
 	}
-	shown := filepath.Join(tg.root.names[0], tg.rel)
 	return confirm.Question{
 		Message: fmt.Sprintf("Delete the file %s (%s)? This cannot be undone.",
-			prompt.Value(shown, prompt.Options{}), size(id.size)),
+			prompt.Value(tg.shown(), prompt.Options{}), size(id.size)),
 		Subject: id.String(),
 	}, nil
 }
@@ -254,11 +276,7 @@ func size(n int64) string {
 }
 
 func (t *Tool) act(path string, c ledger.Confirmation) (*mcp.CallToolResult, error) {
-	tg, err := t.resolve(path)
-	if err != nil {
-		return nil, err
-	}
-	id, err := tg.lstat()
+	tg, id, err := t.locate(path)
 	if err != nil {
 		return nil, confirm.Refuse("The file changed after it was approved: %s Nothing was deleted.", err)
 	}
@@ -271,6 +289,6 @@ func (t *Tool) act(path string, c ledger.Confirmation) (*mcp.CallToolResult, err
 		return nil, fmt.Errorf("filetool: remove: %w", err)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
-		Text: fmt.Sprintf("Deleted %s.", prompt.Value(filepath.Join(tg.root.names[0], tg.rel), prompt.Options{})),
+		Text: fmt.Sprintf("Deleted %s.", prompt.Value(tg.shown(), prompt.Options{})),
 	}}}, nil
 }

@@ -1,0 +1,2 @@
+// Package fuzz holds native fuzz targets for every parser of hostile input.
+package fuzz
