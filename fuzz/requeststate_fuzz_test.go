@@ -50,20 +50,12 @@ func fuzzBoundary(t testing.TB) *requeststate.Boundary {
 	return b
 }
 
-// genuineSet returns the committed tokens plus freshly sealed ones.
-func genuineSet(t testing.TB, b *requeststate.Boundary) map[string]bool {
+// genuineSet returns the committed tokens. Tokens sealed in this process
+// cannot join it: fuzzing runs the target in worker processes, each of which
+// would seal different tokens (random nonces).
+func genuineSet() map[string]bool {
 	set := map[string]bool{}
 	for _, tok := range committedTokens() {
-		set[tok] = true
-	}
-	for _, c := range []requeststate.Claims{
-		{IssuedAt: 1, Expiry: 2, Method: "tools/call", Target: "delete_file", Audience: "fuzz", State: "fresh"},
-		{Method: "resources/read", Target: "file:///x", Principal: bytes.Repeat([]byte{7}, 48)},
-	} {
-		tok, err := b.Seal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
 		set[tok] = true
 	}
 	return set
@@ -103,7 +95,7 @@ func checkOpen(t *testing.T, b *requeststate.Boundary, genuine map[string]bool, 
 // FuzzOpen feeds arbitrary token text to Boundary.Open.
 func FuzzOpen(f *testing.F) {
 	b := fuzzBoundary(f)
-	genuine := genuineSet(f, b)
+	genuine := genuineSet()
 	for tok := range genuine {
 		f.Add(tok)
 		f.Add(tok[:len(tok)-1])
@@ -126,7 +118,7 @@ func FuzzOpen(f *testing.F) {
 // AEAD and claims decoding that FuzzOpen's text mutations rarely get past.
 func FuzzOpenRaw(f *testing.F) {
 	b := fuzzBoundary(f)
-	genuine := genuineSet(f, b)
+	genuine := genuineSet()
 	one, two := committedTokens()[0], committedTokens()[3]
 	for tok := range genuine {
 		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, "v1."))
@@ -341,8 +333,7 @@ func TestRequestStateFuzzOracles(t *testing.T) {
 	if errA != nil || errB != nil || !bytes.Equal(a, b) {
 		t.Fatalf("Strict() no longer skips CR LF (%v, %v); control is stale", errA, errB)
 	}
-	bd := fuzzBoundary(t)
-	genuine := genuineSet(t, bd)
+	genuine := genuineSet()
 	if genuine[respelled] || !genuine[tok] {
 		t.Fatal("genuine set does not tell the spellings apart")
 	}
