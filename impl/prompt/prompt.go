@@ -1,0 +1,285 @@
+// Package prompt makes an untrusted value, such as a file name, safe to show to a
+// person inside a confirmation question.
+//
+// [Quote] turns any byte string into one line of visible text with a reversible
+// escape grammar; [Value] truncates that line in the middle and delimits it for
+// embedding in a question; [Unquote] inverts Quote; [Warnings] adds optional notes.
+//
+// # Escape grammar
+//
+// The backslash is the only escape character. Quote writes
+//
+//	\\         for the backslash itself
+//	\n  \t     for line feed and tab
+//	\xHH       for the other C0 controls and DEL, and for each byte that is not
+//	           valid UTF-8 (two upper-case hex digits)
+//	\u{HEX}    for every other neutralized code point (upper-case hex, no
+//	           leading zeros)
+//
+// and copies every other code point unchanged. A code point is neutralized when
+//
+//   - it is not printable ([unicode.IsPrint] is false: controls, format characters
+//     such as bidi overrides, isolates and zero-width characters, tag characters,
+//     interlinear annotation, line and paragraph separators, spaces other than
+//     U+0020, surrogates, private use and unassigned code points);
+//   - it is printable yet invisible: Other_Default_Ignorable_Code_Point (Hangul
+//     fillers, the combining grapheme joiner) and Variation_Selector, taken from
+//     Go's [unicode] tables, plus U+2800 BRAILLE PATTERN BLANK and U+FFFC OBJECT
+//     REPLACEMENT CHARACTER;
+//   - it is an emoji modifier (U+1F3FB..U+1F3FF, skin tones), which silently
+//     changes the look and width of whatever precedes it;
+//   - it is one of the question's own delimiters « and » or the ellipsis …, so a
+//     value cannot close its quotation and open a second one, and a raw … in the
+//     output only ever means truncation.
+//
+// Some code points are also escaped because of where they stand. Within a
+// grapheme cluster, a raw run is the code points written unescaped since the
+// cluster began or since the last escape. A code point is escaped when it is a
+// combining mark (or other grapheme extender) that would start a run, so it
+// cannot attach to an escape or a delimiter; when the run already holds a base and
+// four more code points (Zalgo text); and when appending it would take the run
+// out of Unicode Normalization Form C. The output is therefore always NFC,
+// but it is never normalized: "é" written as e + U+0301 shows as e\u{301}, not as
+// the precomposed é, and U+2126 OHM SIGN shows as \u{2126}, not as Ω, because
+// normalizing would show two different file names the same way.
+//
+// # Guarantees
+//
+//   - Quote is total, pure and runs in linear time; its output is valid UTF-8,
+//     one line, NFC, and contains no neutralized code point raw.
+//   - Quote is one-to-one: Unquote(Quote(s)) == s for every byte string s,
+//     invalid UTF-8 included. Linux file names may hold any byte but '/' and NUL,
+//     so invalid bytes are never merged into U+FFFD.
+//   - Unquote accepts exactly the strings Quote produces.
+//   - Value keeps the head and the tail (file name and extension) of the quoted
+//     text, marks a cut with one …, never cuts a grapheme cluster or an escape,
+//     and stays within [Options].MaxWidth columns.
+//
+// # Non-guarantees
+//
+//   - Look-alike characters are shown as they are: Cyrillic "а" and Latin "a"
+//     are different names that look the same. [Warnings] flags mixed scripts but
+//     cannot detect a name written wholly in a look-alike script.
+//   - A truncated Value is not one-to-one: names that share head and tail show
+//     the same. Bind the confirmation to the exact value, not to its display.
+//   - The output is plain text. It is not escaped for HTML, Markdown or a
+//     terminal's own syntax; that is the renderer's job.
+//   - Widths are those of github.com/rivo/uniseg (East Asian wide characters and
+//     emoji count two). Fonts and terminals may differ, notably for spacing marks.
+//
+// # Why uniseg
+//
+// Grapheme clusters and display widths come from github.com/rivo/uniseg v0.4.7.
+// It implements Unicode 15.0, the version of Go 1.26's [unicode] tables and of
+// golang.org/x/text/unicode/norm, so the code points this package treats as
+// assigned, printable and normalized are segmented by the same version of the
+// rules. A newer segmenter would cluster code points that Go still treats as
+// unassigned.
+package prompt
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// The delimiters and the truncation mark used by Value. Quote escapes all five
+// inside the value.
+const (
+	openQuote  = "«\u2068" // « then FIRST STRONG ISOLATE
+	closeQuote = "\u2069»" // POP DIRECTIONAL ISOLATE then »
+	ellipsis   = "…"
+)
+
+// maxMarks bounds the code points that may follow a base in one raw run.
+// Four covers Hebrew points with a cantillation mark and Thai vowel plus tone;
+// more is escaped, which stops Zalgo stacks and bounds the work per code point.
+const maxMarks = 4
+
+// ErrSyntax reports text that Quote never produces.
+var ErrSyntax = errors.New("prompt: invalid quoted text")
+
+// Quote returns the one-line reversible escaped form of s, with no delimiters and
+// no truncation. See the package documentation for the grammar.
+func Quote(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for c := range graphemes(s) {
+		quoteCluster(&b, c)
+	}
+	return b.String()
+}
+
+// quoteCluster writes the escaped form of one grapheme cluster c.
+func quoteCluster(b *strings.Builder, c string) {
+	run := 0 // c[run:i] is the raw run
+	for i := 0; i < len(c); {
+		r, n := utf8.DecodeRuneInString(c[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			writeHex(b, `\x`, uint32(c[i]), 2) // invalid byte: kept distinct, never U+FFFD
+		case raw(c[run:i+n], r):
+			b.WriteString(c[i : i+n])
+			i += n
+			continue
+		default:
+			escape(b, r)
+		}
+		i += n
+		run = i
+	}
+}
+
+// raw reports whether r may be written unescaped as the last code point of run.
+func raw(run string, r rune) bool {
+	switch {
+	case len(run) == 1: // ASCII starting a run, the common case
+		return ' ' <= r && r <= '~' && r != '\\'
+	case r == '\\' || neutralized(r):
+		return false
+	case len(run) == utf8.RuneLen(r) && extender(r):
+		return false // a mark with no raw base would sit on an escape or a delimiter
+	case utf8.RuneCountInString(run) > 1+maxMarks:
+		return false // Zalgo: a base cannot carry unbounded marks
+	}
+	// Never show two canonically equivalent names alike. QuickSpanString answers
+	// most runs without the allocation IsNormalString makes.
+	return norm.NFC.QuickSpanString(run) == len(run) || norm.NFC.IsNormalString(run)
+}
+
+// neutralized reports whether r is always escaped.
+func neutralized(r rune) bool {
+	switch r {
+	case '«', '»', '…', '\u2800', '\uFFFC':
+		return true // delimiters and truncation mark; blank-looking symbols
+	}
+	return !unicode.IsPrint(r) ||
+		unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) ||
+		emojiModifier(r)
+}
+
+// extender reports whether r attaches to the code point before it: a combining
+// mark or another grapheme extender (emoji modifiers are neutralized anyway).
+func extender(r rune) bool {
+	return unicode.In(r, unicode.M, unicode.Other_Grapheme_Extend)
+}
+
+// emojiModifier reports whether r is one of the five skin-tone modifiers, the whole
+// Emoji_Modifier property, which Go's unicode package does not export.
+func emojiModifier(r rune) bool { return r >= 0x1F3FB && r <= 0x1F3FF }
+
+// escape writes the escape for the code point r.
+func escape(b *strings.Builder, r rune) {
+	switch {
+	case r == '\\':
+		b.WriteString(`\\`)
+	case r == '\n':
+		b.WriteString(`\n`)
+	case r == '\t':
+		b.WriteString(`\t`)
+	case r < 0x20 || r == 0x7F:
+		writeHex(b, `\x`, uint32(r), 2)
+	default:
+		writeHex(b, `\u{`, uint32(r), 1)
+		b.WriteByte('}')
+	}
+}
+
+// writeHex writes prefix and v in upper-case hex with at least width digits.
+func writeHex(b *strings.Builder, prefix string, v uint32, width int) {
+	const digits = "0123456789ABCDEF"
+	var buf [8]byte
+	i := len(buf)
+	for v != 0 || len(buf)-i < width {
+		i--
+		buf[i] = digits[v&0xF]
+		v >>= 4
+	}
+	b.WriteString(prefix)
+	b.Write(buf[i:])
+}
+
+// Unquote inverts Quote. It returns an error wrapping ErrSyntax for any text that
+// Quote does not produce, including escapes that are well formed but not canonical
+// (such as \x41 for "A" or \u{a} for a line feed).
+func Unquote(q string) (string, error) {
+	var b strings.Builder
+	b.Grow(len(q))
+	for i := 0; i < len(q); {
+		if q[i] != '\\' {
+			b.WriteByte(q[i]) // raw text is checked by the round trip below
+			i++
+			continue
+		}
+		n, err := unescape(&b, q[i:])
+		if err != nil {
+			return "", fmt.Errorf("unquote at byte %d: %w", i, err)
+		}
+		i += n
+	}
+	s := b.String()
+	if Quote(s) != q {
+		return "", fmt.Errorf("unquote: %w: not in the form Quote writes", ErrSyntax)
+	}
+	return s, nil
+}
+
+// unescape decodes the escape at the start of e into b and returns its length.
+func unescape(b *strings.Builder, e string) (int, error) {
+	if len(e) < 2 {
+		return 0, ErrSyntax
+	}
+	switch e[1] {
+	case '\\':
+		b.WriteByte('\\')
+		return 2, nil
+	case 'n':
+		b.WriteByte('\n')
+		return 2, nil
+	case 't':
+		b.WriteByte('\t')
+		return 2, nil
+	case 'x':
+		if len(e) < 4 {
+			return 0, ErrSyntax
+		}
+		v, ok := parseHex(e[2:4])
+		if !ok {
+			return 0, ErrSyntax
+		}
+		b.WriteByte(byte(v))
+		return 4, nil
+	case 'u':
+		end := strings.IndexByte(e[:min(len(e), len(`\u{10FFFF}`))], '}')
+		if !strings.HasPrefix(e, `\u{`) || end < 4 || end > 9 {
+			return 0, ErrSyntax
+		}
+		v, ok := parseHex(e[3:end])
+		if !ok || !utf8.ValidRune(rune(v)) {
+			return 0, ErrSyntax
+		}
+		b.WriteRune(rune(v))
+		return end + 1, nil
+	}
+	return 0, ErrSyntax
+}
+
+// parseHex parses upper-case hex digits.
+func parseHex(h string) (uint32, bool) {
+	var v uint32
+	for i := 0; i < len(h); i++ {
+		switch c := h[i]; {
+		case '0' <= c && c <= '9':
+			v = v<<4 | uint32(c-'0')
+		case 'A' <= c && c <= 'F':
+			v = v<<4 | uint32(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
