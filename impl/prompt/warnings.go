@@ -1,0 +1,130 @@
+package prompt
+
+import (
+	"slices"
+	"unicode"
+	"unicode/utf8"
+)
+
+// A Warning is a short note for the person who reads a question about a value.
+// Warnings only add to the question; they never change how the value is shown.
+type Warning string
+
+const (
+	// Hidden means Quote escaped code points that are invisible, control,
+	// non-normalized or otherwise ambiguous (not just a backslash, a guillemet or
+	// an ellipsis).
+	Hidden Warning = `it contains hidden or ambiguous characters, shown as \ escapes`
+	// MixedScripts means letters of scripts that UTS #39 does not allow together
+	// at its Highly Restrictive level, as in a Latin name with a Cyrillic "а".
+	MixedScripts Warning = "it mixes letters of different scripts, which can imitate another name"
+)
+
+// Warnings returns the warnings that apply to s, Hidden before MixedScripts, or
+// nil. It runs in linear time. The script check is a heuristic applied word by
+// word, so "файл.txt" passes and "pаypal" (with a Cyrillic а) does not; a name
+// written wholly in look-alike letters of one script raises nothing.
+func Warnings(s string) []Warning {
+	var ws []Warning
+	if hidden(s) {
+		ws = append(ws, Hidden)
+	}
+	if mixedScripts(s) {
+		ws = append(ws, MixedScripts)
+	}
+	return ws
+}
+
+// hidden reports whether Quote(s) holds an escape other than those for the
+// backslash, the delimiters and the ellipsis, which are visible in s already.
+func hidden(s string) bool {
+	q := Quote(s)
+	for i := 0; i < len(q); i++ {
+		if q[i] != '\\' {
+			continue
+		}
+		e := q[i : i+escapeLen(q[i:])]
+		switch e {
+		case `\\`, `\u{AB}`, `\u{BB}`, `\u{2026}`:
+		default:
+			return true
+		}
+		i += len(e) - 1
+	}
+	return false
+}
+
+// maxScripts bounds the scripts one value may use before it counts as mixed,
+// which also bounds the script lookups per letter.
+const maxScripts = 8
+
+// mixedScripts reports whether a word of s (a run of letters and marks) has
+// letters of scripts that UTS #39's Highly Restrictive level does not allow
+// together, or whether s uses letters of more than maxScripts scripts.
+func mixedScripts(s string) bool {
+	var known, word []string // the scripts seen in s, and in the current word
+	for _, r := range s {
+		switch {
+		case unicode.IsLetter(r):
+		case unicode.IsMark(r):
+			continue
+		default:
+			word = word[:0]
+			continue
+		}
+		name := script(r, known)
+		if name == "" || slices.Contains(word, name) {
+			continue
+		}
+		if !slices.Contains(known, name) {
+			if known = append(known, name); len(known) > maxScripts {
+				return true
+			}
+		}
+		if word = append(word, name); !highlyRestrictive(word) {
+			return true
+		}
+	}
+	return false
+}
+
+// script returns the name of the script of the letter r, or "" for Common and
+// Inherited. It tries the known scripts first, so a search of all scripts
+// happens only for a letter of a new script.
+func script(r rune, known []string) string {
+	if r < utf8.RuneSelf {
+		return "Latin"
+	}
+	for _, name := range known {
+		if unicode.Is(unicode.Scripts[name], r) {
+			return name
+		}
+	}
+	if unicode.In(r, unicode.Common, unicode.Inherited) {
+		return ""
+	}
+	for name, table := range unicode.Scripts {
+		if unicode.Is(table, r) {
+			return name
+		}
+	}
+	return ""
+}
+
+// highlyRestrictive reports whether the scripts fit one of UTS #39's Highly
+// Restrictive sets.
+func highlyRestrictive(scripts []string) bool {
+	if len(scripts) <= 1 {
+		return true
+	}
+	for _, set := range [][]string{
+		{"Latin", "Han", "Hiragana", "Katakana"},
+		{"Latin", "Han", "Bopomofo"},
+		{"Latin", "Han", "Hangul"},
+	} {
+		if !slices.ContainsFunc(scripts, func(s string) bool { return !slices.Contains(set, s) }) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,73 @@
+package prompt_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+)
+
+func TestWarnings(t *testing.T) {
+	const (
+		eight  = "a б α ب א क ก ա" // Latin, Cyrillic, Greek, Arabic, Hebrew, Devanagari, Thai, Armenian
+		hidden = prompt.Hidden
+		mixed  = prompt.MixedScripts
+	)
+	tests := []struct {
+		name string
+		in   string
+		want []prompt.Warning
+	}{
+		// Negative controls: nothing to warn about.
+		{"plain", "report-2026.pdf", nil},
+		{"backslash and delimiters are visible", `a\b «c» d…`, nil},
+		{"one script", "файл.txt", nil},
+		{"Japanese with Latin", "報告_ファイル_ほうこく.txt", nil},
+		{"Korean with Han and Latin", "보고서_報告.txt", nil},
+		{"Chinese with Bopomofo", "ㄅ中文.txt", nil},
+		{"accents", "Crème brûlée", nil},
+		{"eight scripts in separate words", eight, nil},
+
+		{"forged prompt", forged, []prompt.Warning{hidden}},
+		{"zero width", "pay\u200Bpal", []prompt.Warning{hidden}},
+		{"bidi override", "invoice\u202Efdp.exe", []prompt.Warning{hidden}},
+		{"decomposed accent", "e\u0301", []prompt.Warning{hidden}},
+		{"invalid byte", "\xff", []prompt.Warning{hidden}},
+		{"Cyrillic a in Latin", "p\u0430ypal.com", []prompt.Warning{mixed}},
+		{"Greek omicron in Latin", "g\u03BFogle", []prompt.Warning{mixed}},
+		{"Hangul with Hiragana", "한ひ", []prompt.Warning{mixed}},
+		{"nine scripts in separate words", eight + " ა", []prompt.Warning{mixed}},
+		{"both", "p\u0430y\u200Bpal", []prompt.Warning{hidden, mixed}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := prompt.Warnings(tt.in); !slices.Equal(got, tt.want) {
+				t.Errorf("Warnings(%+q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWarningsOneMebibyte(t *testing.T) {
+	for name, s := range hostile(1 << 20) {
+		t.Run(name, func(t *testing.T) {
+			prompt.Warnings(s) // must finish; the benchmark below measures how fast
+		})
+	}
+	alternating := strings.Repeat("a中", 1<<18)
+	if got := prompt.Warnings(alternating); got != nil {
+		t.Errorf("Warnings(Latin and Han) = %q, want none", got)
+	}
+}
+
+func BenchmarkWarnings(b *testing.B) {
+	for name, s := range hostile(1 << 20) {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(s)))
+			for b.Loop() {
+				prompt.Warnings(s)
+			}
+		})
+	}
+}
