@@ -582,3 +582,25 @@ func TestRejection(t *testing.T) {
 		t.Fatalf("rejection = %s, want %s", got, want)
 	}
 }
+
+// TestMiddlewareExactArguments: arguments that encoding/json would read as
+// equal (float64 rounding, U+FFFD for a lone surrogate) are different
+// requests to the boundary, end to end.
+func TestMiddlewareExactArguments(t *testing.T) {
+	f := newFixture(t, requeststate.Options{})
+	cs := f.connect(t, "")
+	ctx := context.Background()
+	for _, pair := range [][2]string{
+		{`{"n":10000000000000000000001}`, `{"n":1e22}`},
+		{`{"path":"\ud800"}`, `{"path":"\ufffd"}`},
+		{`{"path":"\ud800"}`, "{\"path\":\"\uFFFD\"}"},
+	} {
+		tok := firstRound(t, cs, pair[0])
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: args(pair[1]), InputResponses: accept, RequestState: tok})
+		wantRejection(t, err)
+		// Control: the exact arguments are accepted.
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: args(pair[0]), InputResponses: accept, RequestState: tok}); err != nil {
+			t.Fatalf("control %s: %v", pair[0], err)
+		}
+	}
+}

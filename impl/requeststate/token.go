@@ -71,7 +71,9 @@ type Claims struct {
 //
 //	"v1." + base64url(kid ‖ nonce ‖ ciphertext ‖ tag)   (no padding)
 //
-// with associated data "v1." ‖ kid. Seal sets c.Version. String fields must
+// with associated data "v1." ‖ kid. Seal sets c.Version and seals the other
+// fields as given: the middleware fills Principal (only it holds the hash
+// key), so Seal on its own serves tests and fuzzing. String fields must
 // be valid UTF-8: JSON would silently replace invalid bytes with U+FFFD and
 // so make two different values share a claim.
 func (b *Boundary) Seal(c Claims) (string, error) {
