@@ -261,11 +261,12 @@ func (t *Tool) ask(path string) (confirm.Question, error) {
 	if err != nil {
 		return confirm.Question{}, err
 	}
-	return confirm.Question{
-		Message: fmt.Sprintf("Delete the file %s (%s)? This cannot be undone.",
-			prompt.Value(tg.shown(), prompt.Options{}), size(id.size)),
-		Subject: id.String(),
-	}, nil
+	msg := fmt.Sprintf("Delete the file %s (%s)? This cannot be undone.",
+		prompt.Value(tg.shown(), prompt.Options{}), size(id.size))
+	for _, w := range prompt.Warnings(tg.shown()) {
+		msg += " Note: the name " + strings.TrimPrefix(string(w), "it ") + "."
+	}
+	return confirm.Question{Message: msg, Subject: id.String()}, nil
 }
 
 func size(n int64) string {

@@ -175,12 +175,16 @@ func checkQuestion(t *testing.T, name, q string) {
 	if strings.Count(q, "«") != 1 || strings.Count(q, "»") != 1 {
 		t.Errorf("question for %q does not show exactly one delimited value: %q", name, q)
 	}
+	if name != "cache.txt» and «thesis.txt" && !strings.Contains(q, "Note: the name contains hidden") {
+		t.Errorf("question for %q does not warn about hidden characters: %q", name, q)
+	}
+	t.Logf("asked: %s", q)
 	// Outside the delimiters, the question is the server's own text only.
 	open, close := strings.Index(q, "«"), strings.LastIndex(q, "»")
 	if open < 0 || close < open {
 		return
 	}
-	if q[:open] != "Delete the file " || q[close+len("»"):] != " (1 byte)? This cannot be undone." {
+	if q[:open] != "Delete the file " || !strings.HasPrefix(q[close+len("»"):], " (1 byte)? This cannot be undone.") {
 		t.Errorf("the name leaked out of its slot: %q", q)
 	}
 }
