@@ -252,7 +252,9 @@ func retry(cs *mcp.ClientSession, path, state string, answer *mcp.ElicitResult) 
 	})
 }
 
-func yes() *mcp.ElicitResult { return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}} }
+func yes() *mcp.ElicitResult {
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
+}
 
 // ask performs the first round by hand and returns the sealed state.
 func ask(t *testing.T, cs *mcp.ClientSession, path string) string {
@@ -289,7 +291,9 @@ func describe(res *mcp.CallToolResult) string {
 	return "result: " + b.String()
 }
 
-func text(res *mcp.CallToolResult) string { return strings.TrimPrefix(strings.TrimPrefix(describe(res), "tool error: "), "result: ") }
+func text(res *mcp.CallToolResult) string {
+	return strings.TrimPrefix(strings.TrimPrefix(describe(res), "tool error: "), "result: ")
+}
 
 // wantBoundaryRefusal asserts that the requestState boundary refused the
 // call: a JSON-RPC error with exactly the frozen code, message and data.
