@@ -1,0 +1,39 @@
+package redisledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger"
+)
+
+// A server replica opens the shared store for its audience; a confirmation
+// it issues can be redeemed, once, by any replica of the same audience.
+// (Not run: it needs a Redis server.)
+func Example() {
+	ctx := context.Background()
+	store, err := redisledger.Open(ctx, "redis://127.0.0.1:6379/0", redisledger.Options{
+		Namespace: "mcp-confirm:{files.example.com}:",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	l, err := ledger.New(store, ledger.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	c, err := l.Issue(ctx, ledger.Confirmation{Tool: "delete_file", Principal: "alice", Shown: "Delete report.txt?"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := l.Redeem(ctx, c.ID); err != nil {
+		log.Fatal(err)
+	}
+	_, err = l.Redeem(ctx, c.ID) // a replayed approval
+	fmt.Println(errors.Is(err, ledger.ErrSpent))
+}

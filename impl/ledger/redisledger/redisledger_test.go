@@ -1,0 +1,435 @@
+package redisledger_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger"
+)
+
+const urlEnv = "MCP_CONFIRM_REDIS_URL"
+
+// serverURL returns the Redis server the tests run against, or skips.
+func serverURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(urlEnv)
+	if u == "" {
+		t.Skipf("set %s (e.g. redis://127.0.0.1:6379/0) to run the Redis store tests", urlEnv)
+	}
+	return u
+}
+
+// newClient opens a client of its own on the test server.
+func newClient(t testing.TB) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.ContextTimeoutEnabled = true
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// namespace returns a namespace no other test run uses, and deletes its
+// keys when t ends.
+func namespace(t testing.TB, c *redis.Client) string {
+	t.Helper()
+	var b [8]byte
+	rand.Read(b[:])
+	ns := "mcp-confirm-test:{" + hex.EncodeToString(b[:]) + "}:"
+	t.Cleanup(func() { deleteNamespace(t, c, ns) })
+	return ns
+}
+
+func deleteNamespace(t testing.TB, c *redis.Client, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	iter := c.Scan(ctx, 0, ns+"*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Errorf("cleanup of %s: %v", ns, err)
+		return
+	}
+	if len(keys) > 0 {
+		if err := c.Del(ctx, keys...).Err(); err != nil {
+			t.Errorf("cleanup of %s: %v", ns, err)
+		}
+	}
+}
+
+func newStore(t testing.TB, c redis.UniversalClient, opts redisledger.Options) *redisledger.Store {
+	t.Helper()
+	s, err := redisledger.New(c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// factory makes stores over two independent clients: New uses the first,
+// Replica the second with the same namespace, as two server replicas would.
+func factory(t *testing.T) ledgertest.Factory {
+	a, b := newClient(t), newClient(t)
+	var mu sync.Mutex
+	namespaces := map[ledger.Store]string{}
+	return ledgertest.Factory{
+		New: func(t testing.TB) ledger.Store {
+			ns := namespace(t, a)
+			s := newStore(t, a, redisledger.Options{Namespace: ns})
+			mu.Lock()
+			namespaces[s] = ns
+			mu.Unlock()
+			return s
+		},
+		Replica: func(t testing.TB, s ledger.Store) ledger.Store {
+			mu.Lock()
+			ns, ok := namespaces[s]
+			mu.Unlock()
+			if !ok {
+				t.Fatalf("Replica of a store the factory did not make")
+			}
+			return newStore(t, b, redisledger.Options{Namespace: ns})
+		},
+	}
+}
+
+func TestStore(t *testing.T) {
+	ledgertest.Run(t, factory(t))
+}
+
+// TestNamespaces checks that stores with different namespaces on one
+// server are separate ledgers.
+func TestNamespaces(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t)
+	a := newStore(t, c, redisledger.Options{Namespace: namespace(t, c)})
+	b := newStore(t, c, redisledger.Options{Namespace: namespace(t, c)})
+	conf := ledgertest.Fresh(t)
+	if err := a.Add(ctx, conf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Spend(ctx, conf.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrUnknown) {
+		t.Fatalf("Spend in another namespace = %v, want ErrUnknown", err)
+	}
+	if err := b.Add(ctx, conf); err != nil {
+		t.Fatalf("the same id in another namespace: %v", err)
+	}
+	for _, s := range []*redisledger.Store{a, b} {
+		if _, err := s.Spend(ctx, conf.ID, ledger.Redeemed); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestKeyExpiry checks that an entry's key expires at Expires+Grace on the
+// server, and that an entry past it is forgotten.
+func TestKeyExpiry(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t)
+	tests := []struct {
+		name    string
+		expires time.Duration // from now
+		grace   time.Duration
+		want    error
+	}{
+		{"pending", time.Hour, time.Minute, nil},
+		{"expired within grace", -time.Second, time.Minute, ledger.ErrExpired},
+		{"expired past grace", -2 * time.Second, time.Second, ledger.ErrUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := namespace(t, c)
+			s := newStore(t, c, redisledger.Options{Namespace: ns, Grace: tt.grace})
+			conf := ledgertest.Fresh(t)
+			conf.Expires = time.Now().Add(tt.expires)
+			if err := s.Add(ctx, conf); err != nil {
+				t.Fatal(err)
+			}
+			key := ns + "c:" + conf.ID.String()
+			if tt.want != ledger.ErrUnknown {
+				at, err := c.PExpireTime(ctx, key).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := conf.Expires.Add(tt.grace)
+				if d := time.UnixMilli(int64(at / time.Millisecond)).Sub(want); d < 0 || d >= time.Millisecond {
+					t.Fatalf("key expires at %v, want %v rounded up to the millisecond", time.UnixMilli(int64(at/time.Millisecond)), want)
+				}
+			}
+			got, err := s.Spend(ctx, conf.ID, ledger.Redeemed)
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Fatalf("Spend = %v, want %v", err, tt.want)
+			}
+			// Expires round-trips to the nanosecond.
+			if err == nil && !got.Expires.Equal(conf.Expires) {
+				t.Fatalf("Expires = %v, want %v", got.Expires, conf.Expires)
+			}
+		})
+	}
+}
+
+// TestMaxPending checks the namespace's cap: unexpired pending entries
+// count, spent and expired ones do not.
+func TestMaxPending(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t)
+	const max = 3
+	s := newStore(t, c, redisledger.Options{Namespace: namespace(t, c), MaxPending: max})
+	var pending []ledger.Confirmation
+	for range max {
+		conf := ledgertest.Fresh(t)
+		if err := s.Add(ctx, conf); err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, conf)
+	}
+	if err := s.Add(ctx, ledgertest.Fresh(t)); !errors.Is(err, ledger.ErrFull) {
+		t.Fatalf("Add beyond the cap = %v, want ErrFull", err)
+	}
+	// An already expired confirmation is never pending: it fits.
+	if err := s.Add(ctx, ledgertest.Expired(t)); !errors.Is(err, ledger.ErrFull) {
+		t.Fatalf("Add of an expired entry when full = %v, want ErrFull", err)
+	}
+	if _, err := s.Spend(ctx, pending[0].ID, ledger.Cancelled); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(ctx, ledgertest.Expired(t)); err != nil {
+		t.Fatalf("Add after a cancel: %v", err)
+	}
+	if err := s.Add(ctx, ledgertest.Fresh(t)); err != nil {
+		t.Fatalf("Add after a cancel, expired entry not counted: %v", err)
+	}
+	if err := s.Add(ctx, ledgertest.Fresh(t)); !errors.Is(err, ledger.ErrFull) {
+		t.Fatalf("Add beyond the cap again = %v, want ErrFull", err)
+	}
+	// A duplicate is reported as such even when full.
+	if err := s.Add(ctx, pending[1]); !errors.Is(err, ledger.ErrExists) {
+		t.Fatalf("duplicate Add when full = %v, want ErrExists", err)
+	}
+}
+
+// TestOptions checks that the constructors validate.
+func TestOptions(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	tests := []struct {
+		name   string
+		client redis.UniversalClient
+		opts   redisledger.Options
+		ok     bool
+	}{
+		{"zero", c, redisledger.Options{}, true},
+		{"nil client", nil, redisledger.Options{}, false},
+		{"negative grace", c, redisledger.Options{Grace: -1}, false},
+		{"negative cap", c, redisledger.Options{MaxPending: -1}, false},
+	}
+	for _, tt := range tests {
+		_, err := redisledger.New(tt.client, tt.opts)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: New error = %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+// closedAddr returns an address on which nothing listens.
+func closedAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// silentAddr returns an address that accepts connections and never
+// answers, like a server that hangs.
+func silentAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		l.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// isSentinel reports whether err is one of the ledger's answers, which a
+// store that went away must never give.
+func isSentinel(err error) bool {
+	for _, s := range []error{ledger.ErrUnknown, ledger.ErrSpent, ledger.ErrCancelled, ledger.ErrExpired, ledger.ErrFull, ledger.ErrExists} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestGoneAway checks that a store whose server is unreachable, hangs, or
+// was closed fails with an error that is not a ledger answer, within the
+// caller's deadline.
+func TestGoneAway(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	closedStore := func(t *testing.T) *redisledger.Store {
+		s, err := redisledger.Open(context.Background(), serverURL(t), redisledger.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		return s
+	}
+	storeAt := func(addr string) func(t *testing.T) *redisledger.Store {
+		return func(t *testing.T) *redisledger.Store {
+			c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+			t.Cleanup(func() { c.Close() })
+			return newStore(t, c, redisledger.Options{})
+		}
+	}
+	tests := []struct {
+		name  string
+		store func(t *testing.T) *redisledger.Store
+	}{
+		{"closed store", closedStore},
+		{"nothing listening", storeAt(closedAddr(t))},
+		{"server hangs", storeAt(silentAddr(t))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.store(t)
+			ops := map[string]func(context.Context) error{
+				"Add": func(ctx context.Context) error { return s.Add(ctx, ledgertest.Fresh(t)) },
+				"Spend": func(ctx context.Context) error {
+					_, err := s.Spend(ctx, ledgertest.NewID(t), ledger.Redeemed)
+					return err
+				},
+			}
+			for name, op := range ops {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				start := time.Now()
+				err := op(ctx)
+				elapsed := time.Since(start)
+				cancel()
+				if err == nil || isSentinel(err) {
+					t.Errorf("%s = %v, want an error that is not a ledger sentinel", name, err)
+				}
+				if elapsed > timeout+2*time.Second {
+					t.Errorf("%s took %v with a %v deadline", name, elapsed, timeout)
+				}
+				t.Logf("%s after %v: %v", name, elapsed.Round(time.Millisecond), err)
+			}
+		})
+	}
+}
+
+// TestOpenErrors checks that Open fails clearly, naming the server, and
+// never echoes the password.
+func TestOpenErrors(t *testing.T) {
+	const pw = "s3cret"
+	closed, silent := closedAddr(t), silentAddr(t)
+	tests := []struct {
+		name, url, want string
+	}{
+		{"nothing listening", "redis://user:" + pw + "@" + closed + "/0", closed},
+		{"server hangs", "redis://:" + pw + "@" + silent + "/0", silent},
+		{"unparsable", "redis://user:" + pw + "@[::1/0", "invalid URL"},
+		{"bad port", "redis://user:" + pw + "@localhost:" + pw + "/0", "invalid URL"},
+		{"bad database", "redis://user:" + pw + "@127.0.0.1:6379/" + pw, "invalid URL"},
+		{"bad scheme", "http://user:" + pw + "@127.0.0.1:6379/0", "invalid URL"},
+	}
+	if u := os.Getenv(urlEnv); u != "" {
+		// A password the server does not accept.
+		pu, err := redis.ParseURL(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, struct{ name, url, want string }{
+			"wrong password", "redis://nosuchuser:" + pw + "@" + pu.Addr + "/0", pu.Addr,
+		})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			s, err := redisledger.Open(ctx, tt.url, redisledger.Options{})
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, pw) {
+				t.Fatalf("error echoes the password: %v", msg)
+			}
+			if !strings.Contains(msg, tt.want) {
+				t.Fatalf("error %q does not name %q", msg, tt.want)
+			}
+			t.Log(msg)
+		})
+	}
+	// Negative control: the parser's own error does echo the password,
+	// so the check above can fail.
+	if _, err := redis.ParseURL("redis://user:" + pw + "@[::1/0"); err == nil || !strings.Contains(err.Error(), pw) {
+		t.Fatalf("control: redis.ParseURL error %v does not contain the password", err)
+	}
+}
+
+func TestOpen(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t)
+	ns := namespace(t, c)
+	s, err := redisledger.Open(ctx, serverURL(t), redisledger.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := ledger.New(s, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := l.Issue(ctx, ledgertest.Fresh(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Redeem(ctx, conf.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Redeem(ctx, conf.ID); !errors.Is(err, ledger.ErrSpent) {
+		t.Fatalf("second Redeem = %v, want ErrSpent", err)
+	}
+}
