@@ -1,0 +1,70 @@
+package pgledger_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
+)
+
+// BenchmarkIssueRedeem measures one Issue plus one Redeem through the
+// ledger (an INSERT and an UPDATE ... RETURNING), and beside it, with the
+// same pool in the same run, the floor: a bare INSERT of the same row into
+// the same table, then DELETE ... RETURNING it.
+func BenchmarkIssueRedeem(b *testing.B) {
+	ctx := context.Background()
+	p := newPool(b)
+	ns := namespace(b, p, pgledger.DefaultTable)
+	s := newStore(b, p, pgledger.Options{Namespace: ns})
+	l, err := ledger.New(s, ledger.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	proto := ledgertest.Fresh(b)
+	issueRedeem := func() error {
+		conf, err := l.Issue(ctx, proto)
+		if err != nil {
+			return err
+		}
+		_, err = l.Redeem(ctx, conf.ID)
+		return err
+	}
+	insertDelete := func() error {
+		id := ledgertest.NewID(b)
+		if _, err := p.Exec(ctx, `INSERT INTO `+pgledger.DefaultTable+`
+			(namespace, id, state, tool, args_digest, principal, shown, subject, expires_at, expires_ns)
+			VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, 0)`,
+			ns, id[:], []byte(proto.Tool), []byte(proto.ArgsDigest), []byte(proto.Principal),
+			[]byte(proto.Shown), []byte(proto.Subject), proto.Expires); err != nil {
+			return err
+		}
+		var tool, args, principal, shown, subject []byte
+		return p.QueryRow(ctx, `DELETE FROM `+pgledger.DefaultTable+` WHERE namespace = $1 AND id = $2
+			RETURNING tool, args_digest, principal, shown, subject`, ns, id[:]).
+			Scan(&tool, &args, &principal, &shown, &subject)
+	}
+	for _, bm := range []struct {
+		name string
+		op   func() error
+	}{{"ledger", issueRedeem}, {"floor", insertDelete}} {
+		b.Run("serial/"+bm.name, func(b *testing.B) {
+			for b.Loop() {
+				if err := bm.op(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("parallel/"+bm.name, func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := bm.op(); err != nil {
+						b.Error(err) // not Fatal: this is not the benchmark's goroutine
+						return
+					}
+				}
+			})
+		})
+	}
+}

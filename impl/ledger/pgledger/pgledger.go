@@ -1,0 +1,415 @@
+// Package pgledger is a [ledger.Store] kept in a PostgreSQL table, shared by
+// every server replica that opens the same namespace, so that a
+// confirmation issued by one replica behind a load balancer is redeemed —
+// once — by whichever replica the answer reaches, and survives restarts of
+// the replicas and of the database.
+//
+// # What it guarantees
+//
+// Spend is one statement,
+//
+//	UPDATE ... SET state = $3
+//	WHERE namespace = $1 AND id = $2 AND state = 'pending' AND expires_at > now()
+//	RETURNING ...
+//
+// which PostgreSQL runs atomically: a concurrent Spend of the same row
+// waits for the first one's row lock, re-reads the row and no longer finds
+// it pending. Of any number of concurrent Spend calls for one id, from any
+// number of processes, at most one succeeds. Expiry is decided by the
+// database's clock (now()), never by the replicas'. Add is one INSERT ...
+// ON CONFLICT DO NOTHING, so a duplicate id is refused with
+// [ledger.ErrExists] atomically. Every text field is stored as bytea, so any
+// bytes round-trip (a text column would refuse NUL and invalid UTF-8);
+// Expires round-trips to the nanosecond (expires_at is rounded up to the
+// microsecond, and expires_ns holds what the rounding added).
+//
+// When the UPDATE matches no row, a second statement reads the row to say
+// why: unknown, spent, cancelled or expired. That classification is not
+// atomic with the UPDATE (the spend is): a row inserted between the two is
+// reported as unknown, which is what it was when the UPDATE ran. A row can
+// only move forward (pending to spent, or deleted by a sweep), so the
+// answer is never one that lets a caller act.
+//
+// Rows are kept until expires_at plus [Options.Grace], so that a late
+// replay reads as spent or expired, then deleted by [Store.Sweep], which
+// Add runs itself at most once per [Options.SweepEvery]. The store starts
+// no goroutines (a pool made by [Open] runs pgxpool's own health checks
+// until Close).
+//
+// # What it does not guarantee
+//
+// At-most-once holds only while PostgreSQL keeps every committed write: a
+// failover to an asynchronous standby that had not received a Spend, a
+// restore from a backup older than the last Spend, or synchronous_commit =
+// off followed by a crash, makes spent confirmations pending again. Run
+// with synchronous_commit on (the default) and, with replicas, synchronous
+// replication.
+//
+// Growth: one row per Add (measured: about 180 bytes of table and 105 of
+// index for short fields and a 34-byte namespace; a long Shown question
+// adds its length), kept until a sweep after its expiry plus grace: at
+// most the issue rate times (TTL + Grace + SweepEvery), plus the dead
+// tuples autovacuum has not yet reclaimed. There is no cap on pending rows
+// (the in-memory store has one): rate-limit principals before Issue. Only
+// the store's own namespace is swept, and only when Add runs: a namespace
+// that stops issuing keeps its rows until someone calls Sweep.
+package pgledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+)
+
+// Options configures a [Store]. The zero value is ready to use.
+type Options struct {
+	// Table is the table's name, a plain identifier. Default [DefaultTable].
+	Table string
+	// Namespace keeps servers of different audiences sharing one table
+	// apart: it is part of the primary key. Valid UTF-8 without NUL.
+	Namespace string
+	// Grace is how long a confirmation is remembered after its expiry, so
+	// that a late replay reads as spent or expired rather than unknown.
+	// Either way it is refused. Default [ledger.DefaultGrace].
+	Grace time.Duration
+	// SweepEvery is how often Add deletes the namespace's rows past their
+	// expiry plus grace. Default [DefaultSweepEvery].
+	SweepEvery time.Duration
+	// Now is the clock that schedules those sweeps. Default time.Now.
+	// Expiry itself is always decided by the database's clock.
+	Now func() time.Time
+}
+
+// Defaults of [Options].
+const (
+	DefaultTable      = "mcp_confirm_ledger"
+	DefaultSweepEvery = time.Minute
+)
+
+// Store is a [ledger.Store] in PostgreSQL. It is safe for concurrent use,
+// and any number of Stores (in any number of processes) with the same
+// table and namespace on the same database share one ledger.
+//
+// Add is one statement (two when it sweeps); Spend is one statement when
+// it succeeds and two when it does not. An error that is not one of the
+// ledger's sentinels — the database unreachable, a deadline, a closed
+// store — means the outcome is unknown, as [ledger.Store] requires.
+type Store struct {
+	pool       *pgxpool.Pool
+	own        bool // Close closes pool
+	closed     atomic.Bool
+	table      string // quoted
+	lockKey    string
+	ns         string
+	grace      time.Duration
+	sweepEvery time.Duration
+	now        func() time.Time
+	lastSweep  atomic.Int64 // unix nanoseconds on now's clock
+
+	createSQL, indexSQL, addSQL, spendSQL, classifySQL, sweepSQL string
+}
+
+var _ ledger.Store = (*Store)(nil)
+
+// tableName keeps identifiers simple enough that the index name derived
+// from them is valid too.
+var tableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,49}$`)
+
+// New returns a store over pool, which stays the caller's: [Store.Close]
+// does not close it. It does not create the table: call [Store.Migrate].
+func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("pgledger: nil pool")
+	}
+	if opts.Table == "" {
+		opts.Table = DefaultTable
+	}
+	if !tableName.MatchString(opts.Table) {
+		return nil, fmt.Errorf("pgledger: table name %q: want letters, digits and _, at most 50", opts.Table)
+	}
+	if !utf8.ValidString(opts.Namespace) || strings.ContainsRune(opts.Namespace, 0) {
+		return nil, fmt.Errorf("pgledger: namespace %q: want UTF-8 without NUL", opts.Namespace)
+	}
+	if opts.Grace < 0 {
+		return nil, fmt.Errorf("pgledger: negative grace %v", opts.Grace)
+	}
+	if opts.SweepEvery < 0 {
+		return nil, fmt.Errorf("pgledger: negative SweepEvery %v", opts.SweepEvery)
+	}
+	s := &Store{
+		pool:       pool,
+		table:      pgx.Identifier{opts.Table}.Sanitize(),
+		lockKey:    "mcp-confirm/pgledger:" + opts.Table,
+		ns:         opts.Namespace,
+		grace:      opts.Grace,
+		sweepEvery: opts.SweepEvery,
+		now:        opts.Now,
+	}
+	if s.grace == 0 {
+		s.grace = ledger.DefaultGrace
+	}
+	if s.sweepEvery == 0 {
+		s.sweepEvery = DefaultSweepEvery
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	t, index := s.table, pgx.Identifier{opts.Table + "_expiry"}.Sanitize()
+	s.createSQL = `CREATE TABLE IF NOT EXISTS ` + t + ` (
+	namespace   text        NOT NULL,
+	id          bytea       NOT NULL CHECK (length(id) = 16),
+	state       text        NOT NULL CHECK (state IN ('pending', 'redeemed', 'cancelled')),
+	tool        bytea       NOT NULL,
+	args_digest bytea       NOT NULL,
+	principal   bytea       NOT NULL,
+	shown       bytea       NOT NULL,
+	subject     bytea       NOT NULL,
+	expires_at  timestamptz NOT NULL, -- Expires rounded up to the microsecond
+	expires_ns  smallint    NOT NULL CHECK (expires_ns BETWEEN 0 AND 999), -- nanoseconds the rounding added
+	PRIMARY KEY (namespace, id)
+) WITH (fillfactor = 90) -- room for HOT updates of state`
+	s.indexSQL = `CREATE INDEX IF NOT EXISTS ` + index + ` ON ` + t + ` (namespace, expires_at)`
+	s.addSQL = `INSERT INTO ` + t + ` (namespace, id, state, tool, args_digest, principal, shown, subject, expires_at, expires_ns)
+VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`
+	s.spendSQL = `UPDATE ` + t + ` SET state = $3
+WHERE namespace = $1 AND id = $2 AND state = 'pending' AND expires_at > now()
+RETURNING tool, args_digest, principal, shown, subject, expires_at, expires_ns`
+	s.classifySQL = `SELECT state, expires_at > now() FROM ` + t + ` WHERE namespace = $1 AND id = $2`
+	s.sweepSQL = `DELETE FROM ` + t + ` WHERE namespace = $1 AND expires_at < now() - $2::bigint * interval '1 microsecond'`
+	return s, nil
+}
+
+// Open connects to the database at connString (a postgres:// URL or
+// key=value string, as [pgxpool.ParseConfig] reads it), checks that it
+// answers, creates the table if needed ([Store.Migrate]) and returns a
+// store that owns the pool. Errors name the server but never the password.
+func Open(ctx context.Context, connString string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("pgledger: %s", parseError(connString, err))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgledger: %s", scrub(err.Error(), []string{cfg.ConnConfig.Password}))
+	}
+	s, err := New(pool, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.own = true
+	server := fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port)
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		if msg := scrub(err.Error(), []string{cfg.ConnConfig.Password}); msg != err.Error() {
+			return nil, fmt.Errorf("pgledger: connect to %s: %s", server, msg)
+		}
+		return nil, fmt.Errorf("pgledger: connect to %s: %w", server, err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgledger: on %s: %w", server, err)
+	}
+	return s, nil
+}
+
+// parseError says why connString did not parse without echoing it. pgconn
+// redacts the password from the connection string it quotes, best effort
+// (it misses "password = x" and a password containing '@'), and the error
+// it wraps and its ConnString field do not: only the reason after the
+// quoted string is kept, scrubbed.
+func parseError(connString string, err error) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "`: "); strings.HasPrefix(msg, "cannot parse `") && i >= 0 {
+		msg = msg[i+len("`: "):]
+	} else {
+		msg = "unrecognised error"
+	}
+	return "invalid connection string (not shown): " + scrub(msg, passwords(connString))
+}
+
+// kvPassword finds the password of a key=value connection string.
+var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)`)
+
+// passwords returns what may be the password in connString: the parsed
+// one of a URL, for one that does not parse the text between the first
+// ':' of the user info and the first or the last '@', and the value of
+// any password= key.
+func passwords(connString string) []string {
+	var pws []string
+	for _, m := range kvPassword.FindAllStringSubmatch(connString, -1) {
+		pws = append(pws, m[1], strings.Trim(m[1], "'"))
+	}
+	if u, err := url.Parse(connString); err == nil {
+		if pw, ok := u.User.Password(); ok {
+			pws = append(pws, pw)
+		}
+		return pws
+	}
+	_, rest, ok := strings.Cut(connString, "://")
+	if !ok {
+		return pws
+	}
+	for _, at := range []int{strings.Index(rest, "@"), strings.LastIndex(rest, "@")} {
+		if at < 0 {
+			continue
+		}
+		if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
+			pws = append(pws, pw)
+		}
+	}
+	return pws
+}
+
+// scrub replaces every occurrence of the secrets in msg.
+func scrub(msg string, secrets []string) string {
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// Migrate creates the table and its index if they do not exist. It is
+// idempotent, and safe when several replicas start at once: it holds a
+// transaction-scoped advisory lock named after the table, because
+// concurrent CREATE TABLE IF NOT EXISTS can still fail on PostgreSQL's
+// catalog constraints.
+func (s *Store) Migrate(ctx context.Context) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("pgledger: migrate: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.lockKey); err != nil {
+		return fmt.Errorf("pgledger: migrate: lock: %w", err)
+	}
+	for _, sql := range []string{s.createSQL, s.indexSQL} {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("pgledger: migrate: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("pgledger: migrate: %w", err)
+	}
+	return nil
+}
+
+// Sweep deletes the namespace's rows whose expiry plus grace has passed on
+// the database's clock, and reports how many. Afterwards their ids are
+// unknown (still refused).
+func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	if s.closed.Load() {
+		return 0, errClosed
+	}
+	tag, err := s.pool.Exec(ctx, s.sweepSQL, s.ns, s.grace.Microseconds())
+	if err != nil {
+		return 0, fmt.Errorf("pgledger: sweep: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Close makes every later call fail, and closes the pool if [Open] made
+// it. Calls in flight are not waited for.
+func (s *Store) Close() {
+	if s.closed.Swap(true) || !s.own {
+		return
+	}
+	s.pool.Close()
+}
+
+var errClosed = errors.New("pgledger: store closed")
+
+// Add implements [ledger.Store]. At most once per SweepEvery it first
+// sweeps; a failed sweep is not reported (the insert reports a database
+// that went away).
+func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	now := s.now().UnixNano()
+	if last := s.lastSweep.Load(); now-last >= int64(s.sweepEvery) && s.lastSweep.CompareAndSwap(last, now) {
+		s.Sweep(ctx)
+	}
+	at, ns := ceilMicro(c.Expires)
+	tag, err := s.pool.Exec(ctx, s.addSQL, s.ns, c.ID[:],
+		[]byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Shown), []byte(c.Subject), at, ns)
+	if err != nil {
+		return fmt.Errorf("pgledger: add %s: %w", c.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%w: %s", ledger.ErrExists, c.ID)
+	}
+	return nil
+}
+
+// Spend implements [ledger.Store].
+func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
+	if to != ledger.Redeemed && to != ledger.Cancelled {
+		return ledger.Confirmation{}, fmt.Errorf("pgledger: cannot spend into state %v", to)
+	}
+	if s.closed.Load() {
+		return ledger.Confirmation{}, errClosed
+	}
+	c := ledger.Confirmation{ID: id}
+	var tool, args, principal, shown, subject []byte
+	var at time.Time
+	var ns int16
+	err := s.pool.QueryRow(ctx, s.spendSQL, s.ns, id[:], to.String()).
+		Scan(&tool, &args, &principal, &shown, &subject, &at, &ns)
+	switch {
+	case err == nil:
+		c.Tool, c.ArgsDigest, c.Principal, c.Shown, c.Subject = string(tool), string(args), string(principal), string(shown), string(subject)
+		c.Expires = at.Add(-time.Duration(ns))
+		return c, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return ledger.Confirmation{}, fmt.Errorf("pgledger: spend %s: %w", id, err)
+	}
+	// Not spent: say why. Not atomic with the UPDATE, see the package doc.
+	var state string
+	var unexpired bool
+	err = s.pool.QueryRow(ctx, s.classifySQL, s.ns, id[:]).Scan(&state, &unexpired)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ledger.Confirmation{}, ledger.ErrUnknown
+	case err != nil:
+		return ledger.Confirmation{}, fmt.Errorf("pgledger: spend %s: classify: %w", id, err)
+	case !unexpired:
+		return ledger.Confirmation{}, ledger.ErrExpired
+	case state == "redeemed":
+		return ledger.Confirmation{}, ledger.ErrSpent
+	case state == "cancelled":
+		return ledger.Confirmation{}, ledger.ErrCancelled
+	case state == "pending":
+		// Inserted after the UPDATE looked: unknown at that moment.
+		return ledger.Confirmation{}, ledger.ErrUnknown
+	}
+	return ledger.Confirmation{}, fmt.Errorf("pgledger: spend %s: corrupt state %q", id, state)
+}
+
+// ceilMicro rounds t up to the microsecond (the resolution of timestamptz)
+// and reports the nanoseconds it added, so that for the database's clock,
+// in whole microseconds, expires_at > now() exactly when now is before t.
+func ceilMicro(t time.Time) (time.Time, int16) {
+	r := t.Nanosecond() % 1000
+	if r == 0 {
+		return t, 0
+	}
+	d := 1000 - r
+	return t.Add(time.Duration(d)), int16(d)
+}

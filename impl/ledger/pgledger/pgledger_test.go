@@ -1,0 +1,497 @@
+package pgledger_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
+)
+
+const urlEnv = "MCP_CONFIRM_POSTGRES_URL"
+
+// serverURL returns the database the tests run against, or skips.
+func serverURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv(urlEnv)
+	if u == "" {
+		t.Skipf("set %s (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run the PostgreSQL store tests", urlEnv)
+	}
+	return u
+}
+
+// newPool opens a pool of its own on the test database, with the default
+// table in place.
+func newPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	p, err := pgxpool.New(context.Background(), serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	s, err := pgledger.New(p, pgledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func random(t testing.TB) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// namespace returns a namespace no other test run uses, and deletes its
+// rows of table when t ends.
+func namespace(t testing.TB, p *pgxpool.Pool, table string) string {
+	t.Helper()
+	ns := "mcp-confirm-test:" + random(t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := p.Exec(ctx, `DELETE FROM `+pgx.Identifier{table}.Sanitize()+` WHERE namespace = $1`, ns); err != nil {
+			t.Errorf("cleanup of %s: %v", ns, err)
+		}
+	})
+	return ns
+}
+
+func newStore(t testing.TB, p *pgxpool.Pool, opts pgledger.Options) *pgledger.Store {
+	t.Helper()
+	s, err := pgledger.New(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// factory makes stores over two independent pools: New uses the first,
+// Replica the second with the same namespace, as two server replicas would.
+func factory(t *testing.T) ledgertest.Factory {
+	a, b := newPool(t), newPool(t)
+	var mu sync.Mutex
+	namespaces := map[ledger.Store]string{}
+	return ledgertest.Factory{
+		New: func(t testing.TB) ledger.Store {
+			ns := namespace(t, a, pgledger.DefaultTable)
+			s := newStore(t, a, pgledger.Options{Namespace: ns})
+			mu.Lock()
+			namespaces[s] = ns
+			mu.Unlock()
+			return s
+		},
+		Replica: func(t testing.TB, s ledger.Store) ledger.Store {
+			mu.Lock()
+			ns, ok := namespaces[s]
+			mu.Unlock()
+			if !ok {
+				t.Fatalf("Replica of a store the factory did not make")
+			}
+			return newStore(t, b, pgledger.Options{Namespace: ns})
+		},
+	}
+}
+
+func TestStore(t *testing.T) {
+	ledgertest.Run(t, factory(t))
+}
+
+// TestNamespaces checks that stores with different namespaces on one
+// table are separate ledgers.
+func TestNamespaces(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	a := newStore(t, p, pgledger.Options{Namespace: namespace(t, p, pgledger.DefaultTable)})
+	b := newStore(t, p, pgledger.Options{Namespace: namespace(t, p, pgledger.DefaultTable)})
+	conf := ledgertest.Fresh(t)
+	if err := a.Add(ctx, conf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Spend(ctx, conf.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrUnknown) {
+		t.Fatalf("Spend in another namespace = %v, want ErrUnknown", err)
+	}
+	if err := b.Add(ctx, conf); err != nil {
+		t.Fatalf("the same id in another namespace: %v", err)
+	}
+	for _, s := range []*pgledger.Store{a, b} {
+		if _, err := s.Spend(ctx, conf.ID, ledger.Redeemed); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestExpiresRoundTrip checks that Expires comes back to the nanosecond,
+// and that expiry is decided to the nanosecond too: a confirmation that
+// expired less than a microsecond ago is expired.
+func TestExpiresRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	s := newStore(t, p, pgledger.Options{Namespace: namespace(t, p, pgledger.DefaultTable)})
+	for _, ns := range []int{0, 1, 999, 1000, 123_456_789} {
+		conf := ledgertest.Fresh(t)
+		conf.Expires = time.Unix(1_900_000_000, int64(ns))
+		if err := s.Add(ctx, conf); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Spend(ctx, conf.ID, ledger.Redeemed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Expires.Equal(conf.Expires) {
+			t.Errorf("Expires = %v, want %v", got.Expires, conf.Expires)
+		}
+	}
+}
+
+// TestSweep checks the explicit sweep and the one Add runs, scheduled on
+// the store's clock.
+func TestSweep(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	clock := time.Unix(1_800_000_000, 0)
+	s := newStore(t, p, pgledger.Options{
+		Namespace:  namespace(t, p, pgledger.DefaultTable),
+		Grace:      time.Minute,
+		SweepEvery: time.Minute,
+		Now:        func() time.Time { return clock },
+	})
+	old := func() ledger.Confirmation { // past expiry plus grace
+		c := ledgertest.Fresh(t)
+		c.Expires = time.Now().Add(-2 * time.Minute)
+		return c
+	}
+	recent, fresh := ledgertest.Expired(t), ledgertest.Fresh(t) // within grace; pending
+	a, b := old(), old()
+	for _, c := range []ledger.Confirmation{a, recent, fresh} { // the first Add sweeps
+		if err := s.Add(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Spend(ctx, a.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrExpired) {
+		t.Fatalf("Spend of a row not yet swept = %v, want ErrExpired", err)
+	}
+	clock = clock.Add(time.Minute - time.Nanosecond)
+	if err := s.Add(ctx, b); err != nil { // too soon: no sweep
+		t.Fatal(err)
+	}
+	if _, err := s.Spend(ctx, a.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrExpired) {
+		t.Fatalf("Add swept before SweepEvery: Spend = %v, want ErrExpired", err)
+	}
+	clock = clock.Add(time.Nanosecond)
+	if err := s.Add(ctx, ledgertest.Fresh(t)); err != nil { // sweeps a and b
+		t.Fatal(err)
+	}
+	for _, c := range []ledger.Confirmation{a, b} {
+		if _, err := s.Spend(ctx, c.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrUnknown) {
+			t.Fatalf("Spend of a swept row = %v, want ErrUnknown", err)
+		}
+	}
+	if _, err := s.Spend(ctx, recent.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrExpired) {
+		t.Fatalf("Spend of a row within grace = %v, want ErrExpired", err)
+	}
+	if _, err := s.Spend(ctx, fresh.ID, ledger.Redeemed); err != nil {
+		t.Fatalf("a pending row was swept: %v", err)
+	}
+	if err := s.Add(ctx, old()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want 1 row", n, err)
+	}
+	if n, err := s.Sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("second Sweep = %d, %v; want 0 rows", n, err)
+	}
+}
+
+// TestMigrateConcurrently starts many replicas at once on a new table.
+func TestMigrateConcurrently(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	table := "mcp_confirm_test_" + random(t)
+	t.Cleanup(func() {
+		if _, err := p.Exec(context.Background(), `DROP TABLE IF EXISTS `+table); err != nil {
+			t.Error(err)
+		}
+	})
+	const replicas = 8
+	stores := make([]*pgledger.Store, replicas)
+	errs := make([]error, replicas)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		stores[i] = newStore(t, newPool(t), pgledger.Options{Table: table})
+		wg.Go(func() { errs[i] = stores[i].Migrate(ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: Migrate: %v", i, err)
+		}
+	}
+	if err := stores[0].Migrate(ctx); err != nil {
+		t.Fatalf("Migrate again: %v", err)
+	}
+	conf := ledgertest.Fresh(t)
+	if err := stores[1].Add(ctx, conf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores[2].Spend(ctx, conf.ID, ledger.Redeemed); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOptions checks that New validates.
+func TestOptions(t *testing.T) {
+	p, err := pgxpool.New(context.Background(), "postgres://127.0.0.1:1/none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	tests := []struct {
+		name string
+		pool *pgxpool.Pool
+		opts pgledger.Options
+		ok   bool
+	}{
+		{"zero", p, pgledger.Options{}, true},
+		{"table", p, pgledger.Options{Table: "Ledger_2"}, true},
+		{"namespace", p, pgledger.Options{Namespace: "mcp-confirm:files.example.com"}, true},
+		{"nil pool", nil, pgledger.Options{}, false},
+		{"table with quote", p, pgledger.Options{Table: `a"b`}, false},
+		{"table with semicolon", p, pgledger.Options{Table: "a;drop table x"}, false},
+		{"table with schema", p, pgledger.Options{Table: "public.ledger"}, false},
+		{"table starting with a digit", p, pgledger.Options{Table: "1ledger"}, false},
+		{"table too long", p, pgledger.Options{Table: strings.Repeat("a", 51)}, false},
+		{"namespace with NUL", p, pgledger.Options{Namespace: "a\x00b"}, false},
+		{"namespace not UTF-8", p, pgledger.Options{Namespace: "a\xffb"}, false},
+		{"negative grace", p, pgledger.Options{Grace: -1}, false},
+		{"negative sweep", p, pgledger.Options{SweepEvery: -1}, false},
+	}
+	for _, tt := range tests {
+		_, err := pgledger.New(tt.pool, tt.opts)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: New error = %v, want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+// closedAddr returns an address on which nothing listens.
+func closedAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// silentAddr returns an address that accepts connections and never
+// answers, like a server that hangs.
+func silentAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		l.Close()
+		wg.Wait()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// isSentinel reports whether err is one of the ledger's answers, which a
+// store that went away must never give.
+func isSentinel(err error) bool {
+	for _, s := range []error{ledger.ErrUnknown, ledger.ErrSpent, ledger.ErrCancelled, ledger.ErrExpired, ledger.ErrFull, ledger.ErrExists} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestGoneAway checks that a store whose database is unreachable, hangs,
+// or was closed fails with an error that is not a ledger answer, within
+// the caller's deadline.
+func TestGoneAway(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	closedStore := func(t *testing.T) *pgledger.Store {
+		s, err := pgledger.Open(context.Background(), serverURL(t), pgledger.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		return s
+	}
+	storeAt := func(addr string) func(t *testing.T) *pgledger.Store {
+		return func(t *testing.T) *pgledger.Store {
+			p, err := pgxpool.New(context.Background(), "postgres://postgres@"+addr+"/test?sslmode=disable")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Close)
+			return newStore(t, p, pgledger.Options{})
+		}
+	}
+	tests := []struct {
+		name  string
+		store func(t *testing.T) *pgledger.Store
+	}{
+		{"closed store", closedStore},
+		{"nothing listening", storeAt(closedAddr(t))},
+		{"server hangs", storeAt(silentAddr(t))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.store(t)
+			ops := map[string]func(context.Context) error{
+				"Add": func(ctx context.Context) error { return s.Add(ctx, ledgertest.Fresh(t)) },
+				"Spend": func(ctx context.Context) error {
+					_, err := s.Spend(ctx, ledgertest.NewID(t), ledger.Redeemed)
+					return err
+				},
+				"Sweep": func(ctx context.Context) error {
+					_, err := s.Sweep(ctx)
+					return err
+				},
+				"Migrate": func(ctx context.Context) error { return s.Migrate(ctx) },
+			}
+			for name, op := range ops {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				start := time.Now()
+				err := op(ctx)
+				elapsed := time.Since(start)
+				cancel()
+				if err == nil || isSentinel(err) {
+					t.Errorf("%s = %v, want an error that is not a ledger sentinel", name, err)
+				}
+				if elapsed > timeout+2*time.Second {
+					t.Errorf("%s took %v with a %v deadline", name, elapsed, timeout)
+				}
+				t.Logf("%s after %v: %v", name, elapsed.Round(time.Millisecond), err)
+			}
+		})
+	}
+}
+
+// TestOpenErrors checks that Open fails clearly, naming the server, and
+// never echoes the password.
+func TestOpenErrors(t *testing.T) {
+	const pw = "s3cret"
+	closed, silent := closedAddr(t), silentAddr(t)
+	tests := []struct {
+		name, url, want string
+	}{
+		{"nothing listening", "postgres://postgres:" + pw + "@" + closed + "/test?sslmode=disable", closed},
+		{"server hangs", "postgres://postgres:" + pw + "@" + silent + "/test?sslmode=disable", silent},
+		{"unparsable", "postgres://postgres:" + pw + "@[::1/test", "invalid connection string"},
+		{"bad port", "postgres://postgres:" + pw + "@localhost:" + pw + "/test", "invalid connection string"},
+		{"bad option", "postgres://postgres:" + pw + "@localhost/test?sslmode=" + pw, "invalid connection string"},
+		{"@ in password", "postgres://postgres:" + pw + "@x@localhost/test?sslmode=bogus", "invalid connection string"},
+		{"key = value", "host=127.0.0.1 password = " + pw + " sslmode=bogus", "invalid connection string"},
+		{"key= value", "host=127.0.0.1 password= " + pw + " sslmode=bogus", "invalid connection string"},
+		{"key=value", "host=127.0.0.1 port=" + closed[strings.LastIndex(closed, ":")+1:] + " password=" + pw, closed},
+		{"bad table", "postgres://postgres:" + pw + "@" + closed + "/test?sslmode=disable", "table name"},
+	}
+	if u := os.Getenv(urlEnv); u != "" {
+		cfg, err := pgxpool.ParseConfig(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ConnConfig.Database = "no_such_database_" + random(t)
+		server := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
+		tests = append(tests, struct{ name, url, want string }{
+			"no such database", "postgres://" + cfg.ConnConfig.User + ":" + pw + "@" + server + "/" + cfg.ConnConfig.Database + "?sslmode=disable", server,
+		})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			opts := pgledger.Options{}
+			if tt.name == "bad table" {
+				opts.Table = "no-such-table"
+			}
+			s, err := pgledger.Open(ctx, tt.url, opts)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, pw) {
+				t.Fatalf("error echoes the password: %v", msg)
+			}
+			if !strings.Contains(msg, tt.want) {
+				t.Fatalf("error %q does not name %q", msg, tt.want)
+			}
+			t.Log(msg)
+		})
+	}
+	// Negative control: pgxpool's own error does echo the password, so the
+	// check above can fail.
+	if _, err := pgxpool.ParseConfig("host=127.0.0.1 password= " + pw + " sslmode=bogus"); err == nil || !strings.Contains(err.Error(), pw) {
+		t.Fatalf("control: pgxpool.ParseConfig error %v does not contain the password", err)
+	}
+}
+
+func TestOpen(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	ns := namespace(t, p, pgledger.DefaultTable)
+	s, err := pgledger.Open(ctx, serverURL(t), pgledger.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := ledger.New(s, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := l.Issue(ctx, ledgertest.Fresh(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Redeem(ctx, conf.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Redeem(ctx, conf.ID); !errors.Is(err, ledger.ErrSpent) {
+		t.Fatalf("second Redeem = %v, want ErrSpent", err)
+	}
+}
