@@ -16,7 +16,9 @@
 // waits for the first one's row lock, re-reads the row and no longer finds
 // it pending. Of any number of concurrent Spend calls for one id, from any
 // number of processes, at most one succeeds. Expiry is decided by the
-// database's clock (now()), never by the replicas'. Add is one INSERT ...
+// database's clock (now()), never by the replicas' (Expires itself is set
+// by the issuing replica's clock: a skew between the two lengthens or
+// shortens the TTL by the skew). Add is one INSERT ...
 // ON CONFLICT DO NOTHING, so a duplicate id is refused with
 // [ledger.ErrExists] atomically. Every text field is stored as bytea, so any
 // bytes round-trip (a text column would refuse NUL and invalid UTF-8);

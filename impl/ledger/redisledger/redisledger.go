@@ -15,6 +15,10 @@
 // [ledger.ErrFull]. Every field round-trips byte for byte (Redis strings and
 // Lua strings are binary-safe).
 //
+// Expires itself is set by the issuing replica's clock ([ledger.Ledger]'s
+// Now): a skew between that clock and Redis's lengthens or shortens the
+// TTL by the skew.
+//
 // Each entry carries a Redis key expiry at its Expires plus [Options.Grace]:
 // until then a replayed or late answer is refused as spent, cancelled or
 // expired; afterwards the key is gone and the answer is refused as unknown.
@@ -63,8 +67,9 @@
 // rueidis is faster (automatic pipelining, client-side caching), but its
 // command-builder API is heavier and those strengths buy little here: each
 // operation is one script call whose cost is the round trip and the
-// script, not the client's encoding (see BenchmarkIssueRedeem, which runs
-// beside a bare SET+GETDEL floor).
+// script, not the client's encoding (a CPU profile of BenchmarkIssueRedeem,
+// which runs beside a bare SET+GETDEL floor, shows the client busy less
+// than a tenth of the wall time).
 package redisledger
 
 import (
