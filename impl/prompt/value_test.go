@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/rivo/uniseg"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 )
@@ -75,12 +76,34 @@ func TestValueDefaultWidth(t *testing.T) {
 // TestValueCutProperties checks every width from 1 to past the full length on
 // inputs with clusters and escapes at every position.
 func TestValueCutProperties(t *testing.T) {
-	for _, s := range []string{
+	inputs := []string{
 		forged, "👨\u200D👩\u200D👧\u200D👦 family.png", "🇺🇸🇫🇷🇩🇪🇯🇵🇬🇧", "e\u0301\u0323x\u0336\u0336\u0336\u0336\u0336\u0336",
 		"\u202Eabc\u2066文件\xff\xfe", "\u200B\u0E33\U0001F3FB\u0D4E\u200Bz", "a\\b\\c\\d\\e.txt",
-	} {
+	}
+	// Random strings over pieces that each exercise a rule: marks, extenders,
+	// Prepend, Hangul jamo, regional indicators, ZWJ, wide, invalid bytes.
+	pieces := []string{
+		"a", "e", "n", ".", "\\", "\n", "\xff", "\u0301", "\u0323", "\u0E33", "\u0D4E", "\u200D", "\u200B",
+		"\U0001F468", "\U0001F1FA", "\U0001F3FB", "\u1100", "\u1161", "\u11A8", "\uFF9E", "文", "«", "…", "\u2126",
+	}
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for range 300 {
+		var b strings.Builder
+		for range rnd.IntN(40) {
+			b.WriteString(pieces[rnd.IntN(len(pieces))])
+		}
+		inputs = append(inputs, b.String())
+	}
+	for _, s := range inputs {
 		q := prompt.Quote(s)
 		full := uniseg.StringWidth(q)
+		bounds := map[int]bool{0: true}
+		for rest, state, at := q, -1, 0; rest != ""; {
+			var c string
+			c, rest, _, state = uniseg.FirstGraphemeClusterInString(rest, state)
+			at += len(c)
+			bounds[at] = true
+		}
 		for w := 1; w <= full+1; w++ {
 			got := body(t, prompt.Value(s, prompt.Options{MaxWidth: w}))
 			if uniseg.StringWidth(got) > w {
@@ -101,6 +124,12 @@ func TestValueCutProperties(t *testing.T) {
 			}
 			if strings.HasSuffix(strings.ReplaceAll(head, `\\`, ""), `\`) {
 				t.Errorf("Value(%+q, %d) = %+q cuts an escape", s, w, got)
+			}
+			if !bounds[len(head)] || !bounds[len(q)-len(tail)] {
+				t.Errorf("Value(%+q, %d) = %+q cuts a grapheme cluster of %+q", s, w, got, q)
+			}
+			if !norm.NFC.IsNormalString(got) {
+				t.Errorf("Value(%+q, %d) = %+q is not NFC", s, w, got)
 			}
 		}
 	}
