@@ -59,7 +59,9 @@
 //
 //   - Look-alike characters are shown as they are: Cyrillic "а" and Latin "a"
 //     are different names that look the same. [Warnings] flags mixed scripts but
-//     cannot detect a name written wholly in a look-alike script.
+//     cannot detect a name written wholly in a look-alike script. Likewise
+//     look-alikes of the delimiters, the ellipsis and the backslash (≪ ≫ ‹ ›,
+//     ‥, ∖ ＼) stay raw: a value can imitate them to the eye, never in the text.
 //   - A truncated Value is not one-to-one: names that share head and tail show
 //     the same. Bind the confirmation to the exact value, not to its display.
 //   - The output is plain text. It is not escaped for HTML, Markdown or a
