@@ -28,7 +28,7 @@ func TestRetryOfSameCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := redis.NewClient(opts)
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	var b [8]byte
 	rand.Read(b[:])
 	ns := "mcp-confirm-test:{" + hex.EncodeToString(b[:]) + "}:"
@@ -37,7 +37,11 @@ func TestRetryOfSameCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf := ledgertest.Fresh(t)
-	t.Cleanup(func() { c.Del(context.Background(), s.key(conf.ID), s.pendingKey) })
+	t.Cleanup(func() {
+		if err := c.Del(context.Background(), s.key(conf.ID), s.pendingKey).Err(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
 	if err := s.Add(ctx, conf); err != nil {
 		t.Fatal(err)
 	}
