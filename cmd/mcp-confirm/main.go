@@ -119,7 +119,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return 2
 		}
 	}
-	srv, err := server.New(server.Options{Roots: c.roots, Keys: keys, TTL: c.ttl, Logger: log})
+	srv, err := newServer(server.Options{Roots: c.roots, Keys: keys, TTL: c.ttl, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
 		return 2
