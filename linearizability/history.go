@@ -59,8 +59,9 @@ func (r *Recorder) newClientID() int {
 }
 
 // Client returns a new client: one sequential stream of operations, with a
-// ClientId of its own.
-func (r *Recorder) Client() *Client { return &Client{r: r, id: r.newClientID()} }
+// ClientId of its own (taken at its first operation, so that ClientIds are
+// dense: porcupine's visualization draws one row per ClientId).
+func (r *Recorder) Client() *Client { return &Client{r: r, id: -1} }
 
 // History returns a copy of what has been recorded so far. Operations still
 // in flight are not included: call it once every client has returned.
@@ -77,11 +78,8 @@ func (r *Recorder) History() History {
 // history and would otherwise overlap the client's next ones.
 type Client struct {
 	r  *Recorder
-	id int
+	id int // -1: take a new one at the next operation
 }
-
-// ID is the client's current ClientId.
-func (c *Client) ID() int { return c.id }
 
 // Issue records s.Add(ctx, conf).
 func (c *Client) Issue(ctx context.Context, s ledger.Store, conf ledger.Confirmation) error {
@@ -113,10 +111,16 @@ func (c *Client) Cancel(ctx context.Context, s ledger.Store, id ledger.ID) (ledg
 // it may take effect at any later time — never dropped. Do returns what
 // call returned.
 func (c *Client) Do(op Op, id ledger.ID, expires time.Time, call func() (ledger.Confirmation, error)) (ledger.Confirmation, error) {
+	if op != OpIssue && op != OpRedeem && op != OpCancel {
+		return ledger.Confirmation{}, fmt.Errorf("linearizability: invalid operation %v", op)
+	}
 	r := c.r
 	in := Input{Op: op, ID: id}
 	if op == OpIssue {
 		in.Expires = r.At(expires)
+	}
+	if c.id < 0 {
+		c.id = r.newClientID()
 	}
 	begin := r.now()
 	conf, err := call()
@@ -133,7 +137,7 @@ func (c *Client) Do(op Op, id ledger.ID, expires time.Time, call func() (ledger.
 		// flight and take effect at any later time, so it returns "at the
 		// end of time", and this client continues under a new id.
 		rec.Return, in.To = math.MaxInt64, math.MaxInt64
-		c.id = r.newClientID()
+		c.id = -1
 	}
 	rec.Input = in
 	r.mu.Lock()
@@ -154,8 +158,9 @@ func addSat(a, b int64) int64 {
 // Input and Output of types [Input] and [Output].
 type History struct {
 	Operations []porcupine.Operation
-	// Clients is how many ClientIds were used: one per goroutine, plus one
-	// per operation whose outcome was unknown.
+	// Clients is how many ClientIds were used: one per client, plus one
+	// per operation whose outcome was unknown and that its client followed
+	// with another.
 	Clients int
 	// Goroutines is how many goroutines recorded it, if known (Record
 	// sets it).

@@ -3,6 +3,8 @@ package linearizability
 import (
 	"context"
 	"errors"
+	"math"
+	"sort"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,10 +147,12 @@ func TestMemoryLostReplies(t *testing.T) {
 	if st.Unknown == 0 || s.lostRequest.Load() == 0 || s.lostReply.Load() == 0 {
 		t.Fatalf("no faults injected: %v", st)
 	}
-	if want := w.Goroutines + st.Unknown; st.Clients != want {
-		t.Errorf("%d clients, want one per goroutine plus one per unknown outcome = %d", st.Clients, want)
+	if st.Clients <= w.Goroutines || st.Clients > w.Goroutines+st.Unknown {
+		t.Errorf("%d clients, want one per goroutine plus one per unknown outcome that was not the goroutine's last (%d..%d)",
+			st.Clients, w.Goroutines+1, w.Goroutines+st.Unknown)
 	}
 	t.Logf("injected %d lost requests and %d lost replies", s.lostRequest.Load(), s.lostReply.Load())
+	sequentialClients(t, h)
 	Check(t, h, checkTimeout)
 
 	t.Run("dropped", func(t *testing.T) {
@@ -165,4 +169,59 @@ func TestMemoryLostReplies(t *testing.T) {
 			t.Fatalf("dropping the lost operations left a history porcupine calls %s, want Illegal", r.Result)
 		}
 	})
+}
+
+// sequentialClients checks what porcupine's visualization assumes of
+// ClientIds: each one's operations never overlap, and an operation with
+// unknown outcome (pending to the end) is the last of its ClientId.
+func sequentialClients(t *testing.T, h History) {
+	t.Helper()
+	byClient := make(map[int][]porcupine.Operation)
+	for _, op := range h.Operations {
+		byClient[op.ClientId] = append(byClient[op.ClientId], op)
+	}
+	if len(byClient) != h.Clients {
+		t.Errorf("%d ClientIds used, history says %d", len(byClient), h.Clients)
+	}
+	for id, ops := range byClient {
+		sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
+		for i, op := range ops {
+			unknown := op.Output.(Output).Result == ledger.ResultError
+			if unknown != (op.Return == math.MaxInt64) || unknown != (op.Input.(Input).To == math.MaxInt64) {
+				t.Fatalf("client %d: outcome %v with Return %d, To %d", id, op.Output.(Output).Result, op.Return, op.Input.(Input).To)
+			}
+			if i+1 < len(ops) && (unknown || op.Return >= ops[i+1].Call) {
+				t.Fatalf("client %d: operation %d [%d, %d] overlaps the next one, called at %d",
+					id, i, op.Call, op.Return, ops[i+1].Call)
+			}
+		}
+	}
+}
+
+func TestRecordInvalid(t *testing.T) {
+	for _, w := range []Workload{{Goroutines: -1}, {Operations: -1}, {Hot: -1}, {Racers: -1}, {OpTimeout: -1}, {Skew: -1}} {
+		if _, err := Record(t.Context(), newMemory(), w); err == nil {
+			t.Errorf("Record accepted %+v", w)
+		}
+	}
+	if _, err := Record(t.Context(), nil, Workload{}); err == nil {
+		t.Error("Record accepted a nil store")
+	}
+	if _, err := Record(t.Context(), newMemory(), Workload{Replicas: []ledger.Store{nil}}); err == nil {
+		t.Error("Record accepted a nil replica")
+	}
+}
+
+// TestRecordStopped checks that a cancelled context stops the workload
+// and is reported, with what was recorded so far.
+func TestRecordStopped(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	h, err := Record(ctx, newMemory(), Workload{Goroutines: 4, Operations: 1000})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Record after cancel: %v, want context.Canceled", err)
+	}
+	if len(h.Operations) >= 1000 {
+		t.Fatalf("Record ran all %d operations after its context was cancelled", len(h.Operations))
+	}
 }
