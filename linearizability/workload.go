@@ -24,11 +24,23 @@ type Workload struct {
 	// spend picks one of the Hot most recently issued ones, so about
 	// Goroutines/Hot goroutines contend for each. Default 8.
 	Hot int
+	// Racers caps the operations in flight on one confirmation at once
+	// (its Add included); a goroutine that finds every hot confirmation
+	// at the cap issues a new one instead. Porcupine's search is
+	// exponential in this number — a history with 20 or more operations
+	// overlapping on one id can take minutes to check — so the cap keeps
+	// checking time bounded whatever the goroutine count and the store's
+	// latency. Default 16.
+	Racers int
 	// OpTimeout, if positive, bounds each operation with a context
 	// deadline; a timed-out operation is recorded as outcome unknown.
 	OpTimeout time.Duration
 	// Skew is the clock-skew allowance passed to the [Recorder].
 	Skew time.Duration
+	// Replicas are more handles on the same shared store, as other server
+	// replicas would open it: goroutine g works through handle
+	// g mod (1+len(Replicas)), the store passed to Record being handle 0.
+	Replicas []ledger.Store
 }
 
 // Defaults of a [Workload].
@@ -36,6 +48,7 @@ const (
 	DefaultGoroutines = 64
 	DefaultOperations = 10_000
 	DefaultHot        = 8
+	DefaultRacers     = 16
 )
 
 // The mix of operations, per thousand. Spends of a hot confirmation are
@@ -53,7 +66,8 @@ const (
 // goroutines, released at once, each performing its share of Operations,
 // racing redeems and cancels of the same few confirmations while new ones
 // are issued (some already expired, some expiring mid-race) and ids that
-// were never issued are tried. Ids carry a random 64-bit prefix, so runs
+// were never issued are tried; with w.Replicas, through several handles on
+// one shared store. Ids carry a random 64-bit prefix, so runs
 // sharing a store do not collide.
 //
 // It returns an error if w is invalid, or with the partial history if ctx
@@ -62,7 +76,7 @@ func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
 	if s == nil {
 		return History{}, fmt.Errorf("linearizability: nil store")
 	}
-	if w.Goroutines < 0 || w.Operations < 0 || w.Hot < 0 || w.OpTimeout < 0 {
+	if w.Goroutines < 0 || w.Operations < 0 || w.Hot < 0 || w.Racers < 0 || w.OpTimeout < 0 {
 		return History{}, fmt.Errorf("linearizability: negative workload size in %+v", w)
 	}
 	if w.Goroutines == 0 {
@@ -73,6 +87,9 @@ func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
 	}
 	if w.Hot == 0 {
 		w.Hot = DefaultHot
+	}
+	if w.Racers == 0 {
+		w.Racers = DefaultRacers
 	}
 	rec, err := NewRecorder(RecorderOptions{Skew: w.Skew})
 	if err != nil {
@@ -90,7 +107,13 @@ func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
 		binary.BigEndian.PutUint64(id[8:], seq.Add(1))
 		return id
 	}
-	wl := &run{store: s, rec: rec, hot: make([]atomic.Pointer[ledger.Confirmation], w.Hot), newID: newID}
+	stores := append([]ledger.Store{s}, w.Replicas...)
+	for i, r := range stores {
+		if r == nil {
+			return History{}, fmt.Errorf("linearizability: nil replica %d", i)
+		}
+	}
+	wl := &run{rec: rec, hot: make([]atomic.Pointer[hotEntry], w.Hot), racers: int32(w.Racers), newID: newID}
 
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -112,7 +135,7 @@ func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
 				if w.OpTimeout > 0 {
 					opCtx, cancel = context.WithTimeout(ctx, w.OpTimeout)
 				}
-				wl.act(opCtx, c, rnd, principal)
+				wl.act(opCtx, stores[g%len(stores)], c, rnd, principal)
 				cancel()
 				// Hand the processor over between operations, so that the
 				// goroutines interleave operation by operation instead of
@@ -131,11 +154,18 @@ func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
 
 // run is the shared state of one Record call.
 type run struct {
-	store  ledger.Store
 	rec    *Recorder
-	hot    []atomic.Pointer[ledger.Confirmation]
+	hot    []atomic.Pointer[hotEntry]
+	racers int32
 	newID  func() ledger.ID
 	issued atomic.Int64 // confirmations published to hot so far
+}
+
+// hotEntry is a confirmation being raced, and how many operations on it
+// are in flight.
+type hotEntry struct {
+	conf     ledger.Confirmation
+	inflight atomic.Int32
 }
 
 // lifetime estimates how long a confirmation stays hot: the time between
@@ -149,11 +179,29 @@ func (wl *run) lifetime() time.Duration {
 	return max(time.Duration(wl.rec.now()*int64(len(wl.hot))/n), time.Microsecond)
 }
 
+// acquire picks a hot confirmation with room for one more operation and
+// counts that operation in; nil if it found none.
+func (wl *run) acquire(rnd *mrand.Rand) *hotEntry {
+	for range 2 * len(wl.hot) {
+		e := wl.hot[rnd.IntN(len(wl.hot))].Load()
+		if e == nil {
+			continue
+		}
+		if e.inflight.Add(1) <= wl.racers {
+			return e
+		}
+		e.inflight.Add(-1)
+	}
+	return nil
+}
+
 // act performs one randomly chosen operation of the workload.
-func (wl *run) act(ctx context.Context, c *Client, rnd *mrand.Rand, principal string) {
-	s, hot := wl.store, wl.hot
+func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Rand, principal string) {
+	if rnd.IntN(2) == 0 {
+		s = yielding{s}
+	}
 	issue := func(ttl time.Duration) {
-		conf := &ledger.Confirmation{
+		e := &hotEntry{conf: ledger.Confirmation{
 			ID:         wl.newID(),
 			Tool:       "linearizability",
 			ArgsDigest: "-",
@@ -162,11 +210,13 @@ func (wl *run) act(ctx context.Context, c *Client, rnd *mrand.Rand, principal st
 			// Keeps its monotonic reading, so that an in-process store
 			// and the recorder compare it on the same clock.
 			Expires: time.Now().Add(ttl),
-		}
+		}}
+		e.inflight.Store(1)
 		// Published before the Add, so that spends race the Add itself.
-		hot[rnd.IntN(len(hot))].Store(conf)
+		wl.hot[rnd.IntN(len(wl.hot))].Store(e)
 		wl.issued.Add(1)
-		_ = c.Issue(ctx, s, *conf)
+		_ = c.Issue(ctx, s, e.conf)
+		e.inflight.Add(-1)
 	}
 	r := rnd.IntN(1000)
 	switch {
@@ -176,24 +226,41 @@ func (wl *run) act(ctx context.Context, c *Client, rnd *mrand.Rand, principal st
 		issue(-time.Second)
 	case r < mixIssue+mixIssueExpired+mixIssueSoon:
 		issue(time.Duration(rnd.Int64N(int64(wl.lifetime()))))
-	case r < mixIssue+mixIssueExpired+mixIssueSoon+mixDuplicate:
-		if conf := hot[rnd.IntN(len(hot))].Load(); conf != nil {
-			_ = c.Issue(ctx, s, *conf)
-		} else {
-			issue(time.Hour)
-		}
-	case r < mixIssue+mixIssueExpired+mixIssueSoon+mixDuplicate+mixUnknown:
+	case r < mixIssue+mixIssueExpired+mixIssueSoon+mixDuplicate+mixUnknown &&
+		r >= mixIssue+mixIssueExpired+mixIssueSoon+mixDuplicate:
 		_, _ = c.Redeem(ctx, s, wl.newID())
-	default:
-		conf := hot[rnd.IntN(len(hot))].Load()
-		if conf == nil {
+	default: // a duplicate issue or a spend of a hot confirmation
+		e := wl.acquire(rnd)
+		if e == nil {
 			issue(time.Hour)
 			return
 		}
-		if rnd.IntN(4) == 3 {
-			_, _ = c.Cancel(ctx, s, conf.ID)
-		} else {
-			_, _ = c.Redeem(ctx, s, conf.ID)
+		switch {
+		case r < mixIssue+mixIssueExpired+mixIssueSoon+mixDuplicate:
+			_ = c.Issue(ctx, s, e.conf)
+		case rnd.IntN(4) == 3:
+			_, _ = c.Cancel(ctx, s, e.conf.ID)
+		default:
+			_, _ = c.Redeem(ctx, s, e.conf.ID)
 		}
+		e.inflight.Add(-1)
 	}
+}
+
+// yielding hands the processor over after an operation's call is recorded
+// and before the store sees it, as a network round trip would: operations
+// of different goroutines then overlap even on one processor, and the
+// store's atomicity, not the scheduler, must keep them apart. Half of the
+// workload's operations go through it; the other half keep tight windows,
+// which constrain the order most.
+type yielding struct{ ledger.Store }
+
+func (y yielding) Add(ctx context.Context, c ledger.Confirmation) error {
+	runtime.Gosched()
+	return y.Store.Add(ctx, c)
+}
+
+func (y yielding) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
+	runtime.Gosched()
+	return y.Store.Spend(ctx, id, to)
 }
