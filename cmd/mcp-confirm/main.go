@@ -80,7 +80,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.keyFile, "key-file", "", "file of requestState secrets, one per line (each at least 32 bytes; the first seals, all verify; '#' starts a comment).\nShare it between replicas. Without it, a random key known only to this process is used")
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
 	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio; both protocol eras are served")
-	fs.StringVar(&c.ledger, "ledger", "memory:", "where pending confirmations are kept: memory: (this process only)")
+	fs.StringVar(&c.ledger, "ledger", "memory:", "where pending confirmations are kept: memory: (this process only), redis://[:PASSWORD@]HOST:PORT/DB,\nor postgres://USER@HOST:PORT/DB. Replicas behind one load balancer must share a redis:// or postgres:// ledger\nand their --key-file")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
@@ -95,8 +95,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if c.ttl <= 0 {
 		return c, fmt.Errorf("--ttl %v: must be positive", c.ttl)
 	}
-	if c.ledger != "memory:" {
-		return c, fmt.Errorf("--ledger %q: unsupported (use memory:)", c.ledger)
+	if err := server.CheckStoreURL(c.ledger); err != nil {
+		return c, fmt.Errorf("--ledger: %w", err)
 	}
 	c.roots = roots
 	return c, nil
@@ -119,7 +119,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return 2
 		}
 	}
-	srv, err := newServer(server.Options{Roots: c.roots, Keys: keys, TTL: c.ttl, Logger: log})
+	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	store, closeStore, err := server.OpenStore(openCtx, c.ledger, server.DefaultName)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm: --ledger: %v\n", err)
+		return 1
+	}
+	defer closeStore()
+	srv, err := newServer(server.Options{Roots: c.roots, Keys: keys, TTL: c.ttl, Store: store, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
 		return 2

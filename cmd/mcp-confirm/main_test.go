@@ -37,6 +37,7 @@ func TestFlags(t *testing.T) {
 		{"short key", []string{"--key-file", shortKeys}, 2, "line 1"},
 		{"bad ledger", []string{"--ledger", "ftp://x"}, 2, "--ledger"},
 		{"bad log level", []string{"--log-level", "loud"}, 2, "invalid value"},
+		{"unreachable ledger", []string{"--ledger", "redis://:s3cret@127.0.0.1:1/0"}, 1, "--ledger"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,7 +49,7 @@ func TestFlags(t *testing.T) {
 			if !strings.Contains(stderr.String(), tt.want) {
 				t.Fatalf("stderr does not mention %q:\n%s", tt.want, stderr.String())
 			}
-			if strings.Contains(stderr.String(), "too short") {
+			if strings.Contains(stderr.String(), "too short") || strings.Contains(stderr.String(), "s3cret") {
 				t.Fatal("an error echoed key material")
 			}
 		})
