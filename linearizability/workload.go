@@ -57,8 +57,8 @@ const (
 	mixIssue        = 40  // expires in an hour: decided on its state alone
 	mixIssueExpired = 10  // already expired when issued: every spend must see it expired
 	mixIssueSoon    = 40  // expires while still hot: spent across its expiry
-	mixDuplicate    = 10  // re-issue a hot confirmation: must be refused as existing, once one Add won
 	mixUnknown      = 30  // spend an id never issued: must be refused as unknown
+	mixDuplicate    = 10  // re-issue a hot confirmation: must be refused as existing, once one Add won
 	mixSpend        = 870 // redeem or cancel a hot confirmation
 )
 
@@ -67,7 +67,9 @@ const (
 // racing redeems and cancels of the same few confirmations while new ones
 // are issued (some already expired, some expiring mid-race) and ids that
 // were never issued are tried; with w.Replicas, through several handles on
-// one shared store. Ids carry a random 64-bit prefix, so runs
+// one shared store. Half the operations yield once between their recorded
+// call and the store, so that windows overlap even on one processor.
+// Ids carry a random 64-bit prefix, so runs
 // sharing a store do not collide.
 //
 // It returns an error if w is invalid, or with the partial history if ctx
@@ -218,16 +220,14 @@ func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Ra
 		_ = c.Issue(ctx, s, e.conf)
 		e.inflight.Add(-1)
 	}
-	r := rnd.IntN(1000)
-	switch {
+	switch r := rnd.IntN(1000); {
 	case r < mixIssue:
 		issue(time.Hour)
 	case r < mixIssue+mixIssueExpired:
 		issue(-time.Second)
 	case r < mixIssue+mixIssueExpired+mixIssueSoon:
 		issue(time.Duration(rnd.Int64N(int64(wl.lifetime()))))
-	case r < mixIssue+mixIssueExpired+mixIssueSoon+mixDuplicate+mixUnknown &&
-		r >= mixIssue+mixIssueExpired+mixIssueSoon+mixDuplicate:
+	case r < mixIssue+mixIssueExpired+mixIssueSoon+mixUnknown:
 		_, _ = c.Redeem(ctx, s, wl.newID())
 	default: // a duplicate issue or a spend of a hot confirmation
 		e := wl.acquire(rnd)
@@ -236,7 +236,7 @@ func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Ra
 			return
 		}
 		switch {
-		case r < mixIssue+mixIssueExpired+mixIssueSoon+mixDuplicate:
+		case r < mixIssue+mixIssueExpired+mixIssueSoon+mixUnknown+mixDuplicate:
 			_ = c.Issue(ctx, s, e.conf)
 		case rnd.IntN(4) == 3:
 			_, _ = c.Cancel(ctx, s, e.conf.ID)
