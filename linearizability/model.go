@@ -18,7 +18,9 @@
 // What it guarantees: a history reported [porcupine.Illegal] is a real
 // violation of the at-most-once contract as the model states it (two
 // successful spends of one confirmation, a spend honoured after its expiry
-// or after a cancel, a refusal the state cannot explain). A history reported
+// or after a cancel, a refusal the state cannot explain) — provided the
+// recorder's skew allowance covers the offset between the store's clock
+// and the recorder's, and the store's expiry rounding. A history reported
 // [porcupine.Ok] only says that this history had an explanation: it is a
 // test, not a proof.
 //
@@ -99,7 +101,23 @@ const (
 	forgotten               // the store dropped it, after its expiry
 )
 
-var statusNames = [...]string{"absent", "pending", "redeemed", "cancelled", "expired", "forgotten"}
+func (s status) String() string {
+	switch s {
+	case absent:
+		return "absent"
+	case pending:
+		return "pending"
+	case redeemed:
+		return "redeemed"
+	case cancelled:
+		return "cancelled"
+	case expired:
+		return "expired"
+	case forgotten:
+		return "forgotten"
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
 
 // state is one confirmation's state: a partition's whole state.
 type state struct {
@@ -111,7 +129,7 @@ func (s state) String() string {
 	if s.status == absent {
 		return "absent"
 	}
-	return fmt.Sprintf("%s (expires %s)", statusNames[s.status], axis(s.expires))
+	return fmt.Sprintf("%s (expires %s)", s.status, axis(s.expires))
 }
 
 // Model returns the porcupine model of the ledger, already converted from
