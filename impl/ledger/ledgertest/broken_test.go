@@ -16,11 +16,16 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 )
 
-// racyStore is a deliberately broken store: Spend reads the state, yields,
-// then writes it — check-then-act — so two concurrent spends can both win.
+// racyStore is a deliberately broken store: Spend reads the state, then
+// writes it — check-then-act — so two concurrent spends can both win. To make
+// the race deterministic (rapid must reproduce it while shrinking, even on a
+// loaded machine), a Spend that has read waits up to a few milliseconds for
+// another Spend to arrive, and then for it to have read too.
 type racyStore struct {
-	mu sync.Mutex
-	m  map[ledger.ID]*racyEntry
+	mu       sync.Mutex
+	m        map[ledger.ID]*racyEntry
+	inFlight int // Spend calls between their start and their write
+	read     int // of those, how many have read
 }
 
 type racyEntry struct {
@@ -37,12 +42,30 @@ func (s *racyStore) Add(_ context.Context, c ledger.Confirmation) error {
 
 func (s *racyStore) Spend(_ context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
 	s.mu.Lock()
+	s.inFlight++
 	e, ok := s.m[id]
 	var st ledger.State
 	if ok {
 		st = e.state
 	}
+	s.read++
 	s.mu.Unlock()
+	// The window between check and act: wait for a rival to read as well.
+	for deadline := time.Now().Add(5 * time.Millisecond); time.Now().Before(deadline); {
+		s.mu.Lock()
+		rival := s.inFlight > 1 && s.read == s.inFlight
+		s.mu.Unlock()
+		if rival {
+			break
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.read--
+		s.mu.Unlock()
+	}()
 	switch {
 	case !ok:
 		return ledger.Confirmation{}, ledger.ErrUnknown
@@ -53,7 +76,6 @@ func (s *racyStore) Spend(_ context.Context, id ledger.ID, to ledger.State) (led
 	case st == ledger.Cancelled:
 		return ledger.Confirmation{}, ledger.ErrCancelled
 	}
-	time.Sleep(time.Millisecond) // widen the window between check and act
 	s.mu.Lock()
 	e.state = to
 	s.mu.Unlock()
@@ -97,7 +119,11 @@ func TestModelCatchesRacyStore(t *testing.T) {
 	// one would be replayed instead of found anew, so clear it both ways.
 	failDir := filepath.Join("testdata", "rapid", r.Name())
 	os.RemoveAll(failDir)
-	t.Cleanup(func() { os.RemoveAll(failDir) })
+	t.Cleanup(func() {
+		os.RemoveAll(failDir)
+		os.Remove(filepath.Dir(failDir)) // and the folders, if now empty
+		os.Remove(filepath.Dir(filepath.Dir(failDir)))
+	})
 
 	f := Factory{New: func(testing.TB) ledger.Store { return &racyStore{m: map[ledger.ID]*racyEntry{}} }}
 	done := make(chan struct{})
@@ -110,7 +136,7 @@ func TestModelCatchesRacyStore(t *testing.T) {
 		t.Fatal("the rapid model test passed a check-then-act store")
 	}
 	out := strings.Join(r.msgs, "\n")
-	if !strings.Contains(out, "both spent it") {
+	if !strings.Contains(out, "two racers both spent one confirmation") {
 		t.Fatalf("failure was not the double spend:\n%s", out)
 	}
 	// The shrunk sequence: one Issue and one Race suffice.

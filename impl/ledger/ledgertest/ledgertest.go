@@ -21,7 +21,10 @@ import (
 
 // Factory makes stores for the suite.
 type Factory struct {
-	// New returns a new, empty store. It registers its own cleanup.
+	// New returns a new, empty store. It registers its own cleanup. The
+	// model test calls it once per rapid check (hundreds of times in one
+	// test), so for a networked store it should hand out fresh namespaces
+	// on shared connections rather than open a pool each time.
 	New func(t testing.TB) ledger.Store
 	// NewAt, if set, returns a new, empty store that decides expiry on the
 	// clock now, so the model test can move time. Nil for stores that run
