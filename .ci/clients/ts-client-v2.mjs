@@ -1,0 +1,213 @@
+// @modelcontextprotocol/client (TypeScript SDK v2) against the built
+// mcp-confirm binary: both protocol eras (2026-07-28 pinned, and 'legacy'),
+// over stdio and streamable HTTP.
+//
+// Cases: accept (deleted once, asked once), decline (nothing deleted),
+// a client without elicitation (a clear tool error, nothing deleted), and a
+// replay of a spent approval (manual retry: the input_required result's
+// requestState is captured and sent again after the deletion, with the file
+// re-created; it must be refused as already used and the file left alone).
+
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+import {
+  ACCEPT, DECLINE, answerer, binary, installedVersion, makeKeyFile, makeRoot, runCases, startHTTP,
+  want, wantAskedOnce, wantResult, wantToolError,
+} from './lib.mjs';
+
+const PKG = '@modelcontextprotocol/client';
+const NAME = `${PKG}@${installedVersion(PKG)}`;
+const MRTR = '2026-07-28';
+const LEGACY = 'legacy';
+const bin = binary();
+
+/**
+ * A v2 client for era. ans: the elicitation answerer, or null for a client
+ * that declares no elicitation capability. manual: disable the built-in
+ * input_required retry loop, so the test drives the retry itself.
+ */
+function newClient(era, ans, { manual = false } = {}) {
+  const opts = { versionNegotiation: { mode: era === MRTR ? { pin: MRTR } : 'legacy' } };
+  if (ans) opts.capabilities = { elicitation: { form: {} } };
+  if (manual) opts.inputRequired = { autoFulfill: false };
+  const client = new Client({ name: 'mcp-confirm-interop', version: '1' }, opts);
+  if (ans) client.setRequestHandler('elicitation/create', async (req) => ans.handle(req.params));
+  return client;
+}
+
+/**
+ * Connects client to a server for root over transport, registering the
+ * cleanups on ctx. server: an already running HTTP server to reuse.
+ */
+async function connect(ctx, client, era, transport, root, { server, args = [] } = {}) {
+  let t;
+  if (transport === 'http') {
+    const srv = server ?? (await startHTTP(bin, ['--root', root.dir, ...args]));
+    if (!server) {
+      ctx.defer(srv.stop);
+      ctx.serverLog = srv.log;
+    }
+    t = new StreamableHTTPClientTransport(new URL(srv.url));
+  } else {
+    t = new StdioClientTransport({ command: bin, args: ['--root', root.dir, ...args], stderr: 'pipe' });
+    let log = '';
+    t.stderr?.on('data', (d) => { log += d; });
+    ctx.serverLog = () => log;
+  }
+  ctx.defer(() => client.close());
+  await client.connect(t);
+  const v = client.getNegotiatedProtocolVersion();
+  want(era === MRTR ? v === MRTR : v < MRTR, `negotiated protocol ${v}, want ${era === MRTR ? MRTR : 'an older era'}`);
+  return v;
+}
+
+const call = (client, root, extra = {}, options) =>
+  client.callTool({ name: 'delete_file', arguments: { path: root.target }, ...extra }, options);
+
+/** The first round by hand: the input_required result, with nothing deleted. */
+async function firstRound(client, root) {
+  const r1 = await call(client, root, {}, { allowInputRequired: true });
+  want(r1.resultType === 'input_required', `first round: want input_required, got ${JSON.stringify(r1)}`);
+  want(r1.inputRequests?.confirm?.method === 'elicitation/create', `first round: no elicitation under "confirm": ${JSON.stringify(r1.inputRequests)}`);
+  want(typeof r1.requestState === 'string' && r1.requestState.length > 0, 'first round: no requestState');
+  root.wantUntouched();
+  return r1.requestState;
+}
+
+const retry = (client, root, state, answer) =>
+  call(client, root, { inputResponses: { confirm: answer }, requestState: state }, { allowInputRequired: true });
+
+function withRoot(ctx, label) {
+  const root = makeRoot(label);
+  ctx.defer(() => root.cleanup());
+  return root;
+}
+
+const cases = [];
+for (const era of [MRTR, LEGACY]) {
+  for (const transport of ['stdio', 'http']) {
+    const label = `${NAME} ${era} ${transport}`;
+    cases.push({
+      name: `${label} accept`,
+      async run(ctx) {
+        const root = withRoot(ctx, 'accept');
+        const ans = answerer(ACCEPT);
+        const client = newClient(era, ans);
+        const v = await connect(ctx, client, era, transport, root);
+        wantResult(await call(client, root), 'Deleted');
+        root.wantDeleted();
+        wantAskedOnce(ans, root);
+        return `protocol ${v}; asked once; deleted`;
+      },
+    });
+    cases.push({
+      name: `${label} decline`,
+      async run(ctx) {
+        const root = withRoot(ctx, 'decline');
+        const ans = answerer(DECLINE);
+        const client = newClient(era, ans);
+        await connect(ctx, client, era, transport, root);
+        wantResult(await call(client, root), 'Not confirmed: nothing was done.');
+        root.wantUntouched();
+        wantAskedOnce(ans, root);
+        return 'asked once; nothing deleted';
+      },
+    });
+    cases.push({
+      name: `${label} no-elicitation`,
+      async run(ctx) {
+        const root = withRoot(ctx, 'noelicit');
+        const client = newClient(era, null);
+        await connect(ctx, client, era, transport, root);
+        wantToolError(await call(client, root), 'cannot show a confirmation dialog');
+        root.wantUntouched();
+        return 'tool error; nothing deleted';
+      },
+    });
+  }
+}
+
+// Replays. On 2026-07-28 the client holds the requestState, so the replay is
+// the same connection sending the spent state again.
+for (const transport of ['stdio', 'http']) {
+  cases.push({
+    name: `${NAME} ${MRTR} ${transport} replay`,
+    async run(ctx) {
+      const root = withRoot(ctx, 'replay');
+      const ans = answerer(ACCEPT);
+      const client = newClient(MRTR, ans, { manual: true });
+      await connect(ctx, client, MRTR, transport, root);
+      const state = await firstRound(client, root);
+      wantResult(await retry(client, root, state, ACCEPT), 'Deleted');
+      root.wantDeleted();
+      root.recreate();
+      wantToolError(await retry(client, root, state, ACCEPT), 'already used');
+      root.wantUntouched();
+      want(ans.asked.length === 0, 'the built-in retry loop ran although it was disabled');
+      return 'deleted once; replay refused as already used; re-created file untouched';
+    },
+  });
+}
+
+// On the older era the server elicits in-process and the requestState never
+// reaches the client. Over HTTP both eras share one address and one ledger,
+// so a state spent on a 2026-07-28 connection is replayed on a legacy one.
+cases.push({
+  name: `${NAME} ${LEGACY} http replay (state spent on 2026-07-28, same address)`,
+  async run(ctx) {
+    const root = withRoot(ctx, 'replay-legacy');
+    const srv = await startHTTP(bin, ['--root', root.dir]);
+    ctx.defer(srv.stop);
+    ctx.serverLog = srv.log;
+    const modern = newClient(MRTR, answerer(ACCEPT), { manual: true });
+    await connect(ctx, modern, MRTR, 'http', root, { server: srv });
+    const state = await firstRound(modern, root);
+    wantResult(await retry(modern, root, state, ACCEPT), 'Deleted');
+    root.wantDeleted();
+    root.recreate();
+    const ans = answerer(ACCEPT);
+    const legacy = newClient(LEGACY, ans);
+    await connect(ctx, legacy, LEGACY, 'http', root, { server: srv });
+    const res = await legacy.request({
+      method: 'tools/call',
+      params: { name: 'delete_file', arguments: { path: root.target }, inputResponses: { confirm: ACCEPT }, requestState: state },
+    });
+    wantToolError(res, 'already used');
+    root.wantUntouched();
+    want(ans.asked.length === 0, `the legacy client was asked ${ans.asked.length} times, want 0`);
+    return 'replay refused as already used; re-created file untouched';
+  },
+});
+
+// Over stdio one process serves one connection, so a legacy stdio client can
+// only present a state from another process: with a shared --key-file the
+// boundary accepts it and that process's ledger has no record of it.
+cases.push({
+  name: `${NAME} ${LEGACY} stdio replay (state spent in another process with the same --key-file)`,
+  async run(ctx) {
+    const root = withRoot(ctx, 'replay-replica');
+    const key = makeKeyFile();
+    ctx.defer(() => key.cleanup());
+    const args = ['--key-file', key.file];
+    const modern = newClient(MRTR, answerer(ACCEPT), { manual: true });
+    await connect(ctx, modern, MRTR, 'stdio', root, { args });
+    const state = await firstRound(modern, root);
+    wantResult(await retry(modern, root, state, ACCEPT), 'Deleted');
+    root.wantDeleted();
+    root.recreate();
+    const ans = answerer(ACCEPT);
+    const legacy = newClient(LEGACY, ans);
+    await connect(ctx, legacy, LEGACY, 'stdio', root, { args });
+    const res = await legacy.request({
+      method: 'tools/call',
+      params: { name: 'delete_file', arguments: { path: root.target }, inputResponses: { confirm: ACCEPT }, requestState: state },
+    });
+    wantToolError(res, 'no record of this confirmation');
+    root.wantUntouched();
+    want(ans.asked.length === 0, `the legacy client was asked ${ans.asked.length} times, want 0`);
+    return 'replay refused (no record in this process); re-created file untouched';
+  },
+});
+
+await runCases(NAME, cases);
