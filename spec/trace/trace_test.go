@@ -1,0 +1,418 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+)
+
+// The clock of a generated trace moves in whole ticks; TTL and grace are
+// small multiples so that expiry and forgetting happen within a short trace.
+const (
+	tick  = time.Second
+	ttl   = 3 * tick
+	grace = 2 * tick
+)
+
+var replicas = []string{"r1", "r2"}
+
+// line is one line of a trace: a ledger.Event (as ledger.NDJSON writes it)
+// plus the replica whose ledger logged it.
+type line struct {
+	ledger.Event
+	Replica string `json:"replica"`
+}
+
+// restartLine is the line the harness writes when it restarts a replica.
+type restartLine struct {
+	Time    time.Time `json:"time"`
+	Action  string    `json:"action"`
+	Replica string    `json:"replica"`
+}
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+// generate drives one ledger per replica, all over one shared memory store
+// ("shared") or each over its own ("memory"), through a pseudo-random
+// workload of steps operations, and returns the NDJSON trace and its start
+// time. Restarting a replica gives it a new ledger and, in the "memory"
+// deployment, a new empty store.
+func generate(t *testing.T, deployment string, seed uint64, steps int) ([]byte, time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	start := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &clock{t: start}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	idSource := rand.NewChaCha8([32]byte{byte(seed)})
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	encode := func(v any) {
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shared := ledger.NewMemory(ledger.MemoryOptions{Grace: grace, Now: clk.now})
+	ledgers := map[string]*ledger.Ledger{}
+	open := func(r string) {
+		var store ledger.Store = shared
+		if deployment == "memory" {
+			store = ledger.NewMemory(ledger.MemoryOptions{Grace: grace, Now: clk.now})
+		}
+		l, err := ledger.New(store, ledger.Options{
+			TTL: ttl, Now: clk.now, Rand: idSource,
+			Observe: func(e ledger.Event) { encode(line{Event: e, Replica: r}) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledgers[r] = l
+	}
+	for _, r := range replicas {
+		open(r)
+	}
+
+	var issued []ledger.ID
+	// pick favours recent ids, so that retries race with expiry and each other.
+	pick := func() ledger.ID {
+		if len(issued) == 0 || rng.IntN(10) == 0 {
+			var id ledger.ID // never issued
+			_, _ = idSource.Read(id[:])
+			return id
+		}
+		return issued[max(0, len(issued)-1-rng.IntN(3))]
+	}
+	for range steps {
+		r := replicas[rng.IntN(len(replicas))]
+		l := ledgers[r]
+		switch p := rng.IntN(100); {
+		case p < 22:
+			if c, err := l.Issue(ctx, ledger.Confirmation{Tool: "delete_file"}); err == nil {
+				issued = append(issued, c.ID)
+			}
+		case p < 55:
+			_, _ = l.Redeem(ctx, pick())
+		case p < 68:
+			// Sometimes the same question is then accepted in another tab.
+			id := pick()
+			if _, err := l.Cancel(ctx, id); err == nil && rng.IntN(2) == 0 {
+				_, _ = l.Redeem(ctx, id)
+			}
+		case p < 94:
+			clk.t = clk.t.Add(tick)
+		default:
+			encode(restartLine{Time: clk.t, Action: "Restart", Replica: r})
+			open(r)
+		}
+	}
+	return buf.Bytes(), start
+}
+
+// An event is one parsed trace line.
+type event struct {
+	Time    time.Time `json:"time"`
+	Action  string    `json:"action"`
+	ID      string    `json:"id"`
+	Result  string    `json:"result"`
+	Replica string    `json:"replica"`
+}
+
+var (
+	actions = []string{"Issue", "Redeem", "Cancel", "Restart"}
+	results = []string{"ok", "unknown", "spent", "cancelled", "expired", "full"}
+	nameRE  = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+)
+
+func parse(ndjson []byte) ([]event, error) {
+	var evs []event
+	sc := bufio.NewScanner(bytes.NewReader(ndjson))
+	for n := 1; sc.Scan(); n++ {
+		var e event
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("line %d: %w", n, err)
+		}
+		if e.Action == "Restart" {
+			e.Result = "ok"
+		}
+		switch {
+		case !slices.Contains(actions, e.Action):
+			return nil, fmt.Errorf("line %d: unknown action %q", n, e.Action)
+		case !slices.Contains(results, e.Result):
+			return nil, fmt.Errorf("line %d: result %q cannot be checked", n, e.Result)
+		case !nameRE.MatchString(e.Replica):
+			return nil, fmt.Errorf("line %d: bad replica %q", n, e.Replica)
+		case e.Action != "Restart" && !nameRE.MatchString(e.ID):
+			return nil, fmt.Errorf("line %d: bad id %q", n, e.ID)
+		}
+		evs = append(evs, e)
+	}
+	return evs, sc.Err()
+}
+
+// module writes the TLA+ module MCTraceLedger holding evs, with times in
+// ticks since start, and its TLC configuration.
+func module(evs []event, start time.Time, deployment string) (tla, cfg string, err error) {
+	var b strings.Builder
+	b.WriteString("---- MODULE MCTraceLedger ----\n")
+	b.WriteString("\\* Generated by spec/trace/trace_test.go. Do not edit.\n")
+	b.WriteString("EXTENDS TraceLedger\n\nTraceLog == <<\n")
+	ids := map[string]bool{}
+	reps := map[string]bool{}
+	for n, e := range evs {
+		d := e.Time.Sub(start)
+		if d < 0 || d%tick != 0 {
+			return "", "", fmt.Errorf("event %d: time %v is not a whole number of ticks after %v", n+1, e.Time, start)
+		}
+		sep := ","
+		if n == len(evs)-1 {
+			sep = ""
+		}
+		fmt.Fprintf(&b, "  [t |-> %d, action |-> %q, id |-> %q, replica |-> %q, result |-> %q]%s\n",
+			d/tick, e.Action, e.ID, e.Replica, e.Result, sep)
+		if e.ID != "" {
+			ids[e.ID] = true
+		}
+		reps[e.Replica] = true
+	}
+	b.WriteString(">>\n\n")
+	fmt.Fprintf(&b, "TraceApprovals == %s\n", set(ids))
+	fmt.Fprintf(&b, "TraceReplicas == %s\n", set(reps))
+	b.WriteString("====\n")
+
+	cfg = fmt.Sprintf(`CONSTANTS
+    Trace <- TraceLog
+    Approvals <- TraceApprovals
+    Replicas <- TraceReplicas
+    Clients = {c1}
+    Shared = Shared
+    None = None
+    Deployments = {%q}
+    TTL = %d
+    Grace = %d
+    CheckThenAct = FALSE
+INIT TraceInit
+NEXT TraceNext
+INVARIANT TraceIncomplete
+`, deployment, ttl/tick, grace/tick)
+	return b.String(), cfg, nil
+}
+
+func set(m map[string]bool) string {
+	var q []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		q = append(q, fmt.Sprintf("%q", k))
+	}
+	return "{" + strings.Join(q, ", ") + "}"
+}
+
+const (
+	accepted = "Error: Invariant TraceIncomplete is violated."
+	rejected = "Model checking completed. No error has been found."
+)
+
+// check runs TLC on evs and reports whether it accepted them as a behaviour
+// of the specification, with TLC's output. Deadlock checking is off: once
+// the trace is consumed, or when no step matches the next event, there is
+// no successor by design.
+func check(t *testing.T, jar string, evs []event, start time.Time, deployment string) (bool, []byte) {
+	t.Helper()
+	tla, cfg, err := module(evs, start, deployment)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, m := range []string{"Ledger.tla", "TraceLedger.tla"} {
+		b, err := os.ReadFile(filepath.Join("..", m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, m), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "MCTraceLedger.tla"), []byte(tla), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "MCTraceLedger.cfg"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A trace check is linear in the trace; minutes mean the search exploded.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC",
+		"-workers", "1", "-deadlock", "-noGenerateSpecTE", "-metadir", filepath.Join(dir, "states"),
+		"-config", "MCTraceLedger.cfg", "MCTraceLedger.tla")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	exit := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		exit = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("running TLC: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("TLC did not finish within 2 minutes:\n%s", out)
+	}
+	lines := strings.Split(string(out), "\n")
+	switch {
+	case exit == 12 && slices.Contains(lines, accepted):
+		return true, out
+	case exit == 0 && slices.Contains(lines, rejected):
+		return false, out
+	}
+	t.Fatalf("TLC exited %d with neither verdict:\n%s", exit, out)
+	return false, nil
+}
+
+// firstRejected returns the index of the event at which TLC first rejects
+// evs (which it rejects as a whole): the events before it are accepted.
+func firstRejected(t *testing.T, jar string, evs []event, start time.Time, deployment string) int {
+	t.Helper()
+	lo, hi := 0, len(evs) // evs[:lo] accepted, evs[:hi] rejected
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if ok, _ := check(t, jar, evs[:mid], start, deployment); ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+func tlcJar(t *testing.T) string {
+	jar := os.Getenv("TLA2TOOLS_JAR")
+	if jar == "" {
+		t.Skip("TLA2TOOLS_JAR not set: TLC NOT RUN, the ledger's traces are NOT checked against the spec")
+	}
+	if _, err := os.Stat(jar); err != nil {
+		t.Fatalf("TLA2TOOLS_JAR: %v", err)
+	}
+	return jar
+}
+
+type traceCase struct {
+	deployment string
+	seed       uint64
+}
+
+var traceCases = []traceCase{
+	{"memory", 1}, {"memory", 2}, {"shared", 1}, {"shared", 2},
+}
+
+const steps = 80
+
+// TestLedgerTracesAreBehaviours drives impl/ledger in both deployments and
+// checks with TLC that every trace is a behaviour of the specification.
+func TestLedgerTracesAreBehaviours(t *testing.T) {
+	jar := tlcJar(t)
+	seen := map[string]int{}
+	for _, tc := range traceCases {
+		t.Run(fmt.Sprintf("%s/seed%d", tc.deployment, tc.seed), func(t *testing.T) {
+			ndjson, start := generate(t, tc.deployment, tc.seed, steps)
+			evs, err := parse(ndjson)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range evs {
+				seen[e.Action+" "+e.Result]++
+			}
+			if ok, _ := check(t, jar, evs, start, tc.deployment); !ok {
+				n := firstRejected(t, jar, evs, start, tc.deployment)
+				t.Errorf("TLC rejected the trace of impl/ledger at event %d: %+v\ntrace:\n%s", n+1, evs[n], ndjson)
+				return
+			}
+			t.Logf("%d events accepted", len(evs))
+		})
+	}
+	// The traces must exercise every outcome, or acceptance means little.
+	for _, want := range []string{"Issue ok", "Redeem ok", "Cancel ok", "Restart ok",
+		"Redeem unknown", "Redeem spent", "Redeem cancelled", "Redeem expired", "Cancel spent"} {
+		if seen[want] == 0 {
+			t.Errorf("no trace contains %q; outcomes seen: %v", want, seen)
+		}
+	}
+	t.Logf("outcomes: %v", seen)
+}
+
+// TestTraceCheckRejectsWrongResults is the negative control: in a trace
+// where one refused Redeem is changed to a success (a double redemption, a
+// redemption after expiry, after a decline, or of an id the store does not
+// hold), the events before it must still be accepted and the trace up to
+// and including it must be rejected -- so the rejection is due to that
+// event alone.
+func TestTraceCheckRejectsWrongResults(t *testing.T) {
+	jar := tlcJar(t)
+	for _, deployment := range []string{"memory", "shared"} {
+		for _, refused := range []string{"spent", "expired", "cancelled", "unknown"} {
+			t.Run(deployment+"/"+refused+"->ok", func(t *testing.T) {
+				// The first generated trace of this deployment with such an event.
+				for _, tc := range traceCases {
+					if tc.deployment != deployment {
+						continue
+					}
+					ndjson, start := generate(t, deployment, tc.seed, steps)
+					evs, err := parse(ndjson)
+					if err != nil {
+						t.Fatal(err)
+					}
+					n := slices.IndexFunc(evs, func(e event) bool { return e.Action == "Redeem" && e.Result == refused })
+					if n < 0 {
+						continue
+					}
+					if ok, out := check(t, jar, evs[:n], start, deployment); !ok {
+						t.Fatalf("seed %d: TLC rejected the unmodified first %d events:\n%s", tc.seed, n, out)
+					}
+					bad := slices.Clone(evs[:n+1])
+					bad[n].Result = "ok"
+					if ok, out := check(t, jar, bad, start, deployment); ok {
+						t.Errorf("seed %d: TLC accepted event %d (Redeem %s) changed to ok:\n%s", tc.seed, n+1, refused, out)
+					}
+					return
+				}
+				t.Fatalf("no %s trace has a Redeem %s to falsify", deployment, refused)
+			})
+		}
+	}
+}
+
+// TestTraceCheckTellsDeploymentsApart is a second control: a trace of
+// replicas with their own memory stores is not a behaviour of replicas
+// sharing one store, nor the other way round (an approval issued by one
+// replica is unknown to, respectively redeemable at, another).
+func TestTraceCheckTellsDeploymentsApart(t *testing.T) {
+	jar := tlcJar(t)
+	for _, tc := range []struct{ ran, checkedAs string }{{"memory", "shared"}, {"shared", "memory"}} {
+		t.Run(tc.ran+"-as-"+tc.checkedAs, func(t *testing.T) {
+			ndjson, start := generate(t, tc.ran, 1, steps)
+			evs, err := parse(ndjson)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, out := check(t, jar, evs, start, tc.checkedAs); ok {
+				t.Errorf("TLC accepted a %s trace as a %s behaviour:\n%s", tc.ran, tc.checkedAs, out)
+			}
+		})
+	}
+}
