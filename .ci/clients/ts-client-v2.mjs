@@ -27,8 +27,8 @@ const bin = binary();
  * that declares no elicitation capability. manual: disable the built-in
  * input_required retry loop, so the test drives the retry itself.
  */
-function newClient(era, ans, { manual = false } = {}) {
-  const opts = { versionNegotiation: { mode: era === MRTR ? { pin: MRTR } : 'legacy' } };
+function newClient(era, ans, { manual = false, mode } = {}) {
+  const opts = { versionNegotiation: { mode: mode ?? (era === MRTR ? { pin: MRTR } : 'legacy') } };
   if (ans) opts.capabilities = { elicitation: { form: {} } };
   if (manual) opts.inputRequired = { autoFulfill: false };
   const client = new Client({ name: 'mcp-confirm-interop', version: '1' }, opts);
@@ -126,6 +126,24 @@ for (const era of [MRTR, LEGACY]) {
       },
     });
   }
+}
+
+// versionNegotiation 'auto' (probe with server/discover, fall back to
+// initialize) must settle on 2026-07-28 with this server, on both transports.
+for (const transport of ['stdio', 'http']) {
+  cases.push({
+    name: `${NAME} auto->${MRTR} ${transport} accept`,
+    async run(ctx) {
+      const root = withRoot(ctx, 'auto');
+      const ans = answerer(ACCEPT);
+      const client = newClient(MRTR, ans, { mode: 'auto' });
+      const v = await connect(ctx, client, MRTR, transport, root);
+      wantResult(await call(client, root), 'Deleted');
+      root.wantDeleted();
+      wantAskedOnce(ans, root);
+      return `protocol ${v}; asked once; deleted`;
+    },
+  });
 }
 
 // Replays. On 2026-07-28 the client holds the requestState, so the replay is
