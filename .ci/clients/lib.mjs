@@ -168,6 +168,23 @@ export function wantResult(res, needle) {
   want(text(res).includes(needle), `result ${JSON.stringify(text(res))} does not say ${JSON.stringify(needle)}`);
 }
 
+/**
+ * Runs call, whose elicitation handler throws (the dialog failed), and
+ * asserts the outcome is prompt and clean: either a tool error saying nothing
+ * was done, or a thrown error that is not a code-0 JSON-RPC error. Returns a
+ * description of which.
+ */
+export async function wantCleanDialogFailure(call) {
+  try {
+    const res = await call();
+    wantToolError(res, 'Nothing was done');
+    return 'tool error';
+  } catch (err) {
+    want(err?.code !== 0, `a code-0 error: ${describeError(err)}`);
+    return `error ${describeError(err)}`;
+  }
+}
+
 /** Describes a thrown error, with its JSON-RPC code if it has one. */
 export function describeError(err) {
   const code = err?.code !== undefined ? ` (code ${err.code})` : '';

@@ -3,7 +3,9 @@
 // over stdio and streamable HTTP.
 //
 // Cases: accept (deleted once, asked once), decline (nothing deleted),
-// a client without elicitation (a clear tool error, nothing deleted), and a
+// a client without elicitation or with URL-only elicitation (a clear tool
+// error, nothing deleted), a dialog that fails (a prompt error, not code 0,
+// nothing deleted), and a
 // replay of a spent approval (manual retry: the input_required result's
 // requestState is captured and sent again after the deletion, with the file
 // re-created; it must be refused as already used and the file left alone).
@@ -13,7 +15,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import {
   ACCEPT, DECLINE, answerer, binary, installedVersion, makeKeyFile, makeRoot, runCases, startHTTP,
-  want, wantAskedOnce, wantResult, wantToolError,
+  want, wantAskedOnce, wantCleanDialogFailure, wantResult, wantToolError,
 } from './lib.mjs';
 
 const PKG = '@modelcontextprotocol/client';
@@ -27,9 +29,9 @@ const bin = binary();
  * that declares no elicitation capability. manual: disable the built-in
  * input_required retry loop, so the test drives the retry itself.
  */
-function newClient(era, ans, { manual = false, mode } = {}) {
+function newClient(era, ans, { manual = false, mode, elicitation = { form: {} } } = {}) {
   const opts = { versionNegotiation: { mode: mode ?? (era === MRTR ? { pin: MRTR } : 'legacy') } };
-  if (ans) opts.capabilities = { elicitation: { form: {} } };
+  if (ans) opts.capabilities = { elicitation };
   if (manual) opts.inputRequired = { autoFulfill: false };
   const client = new Client({ name: 'mcp-confirm-interop', version: '1' }, opts);
   if (ans) client.setRequestHandler('elicitation/create', async (req) => ans.handle(req.params));
@@ -123,6 +125,34 @@ for (const era of [MRTR, LEGACY]) {
         wantToolError(await call(client, root), 'cannot show a confirmation dialog');
         root.wantUntouched();
         return 'tool error; nothing deleted';
+      },
+    });
+    cases.push({
+      name: `${label} url-only-elicitation`,
+      async run(ctx) {
+        // Declares elicitation, but only URL mode: it cannot show the form.
+        const root = withRoot(ctx, 'urlonly');
+        const ans = answerer(ACCEPT);
+        const client = newClient(era, ans, { elicitation: { url: {} } });
+        await connect(ctx, client, era, transport, root);
+        wantToolError(await call(client, root), 'cannot show a confirmation dialog');
+        root.wantUntouched();
+        want(ans.asked.length === 0, `asked ${ans.asked.length} times, want 0`);
+        return 'tool error; nothing deleted';
+      },
+    });
+    cases.push({
+      name: `${label} dialog-fails`,
+      async run(ctx) {
+        // Declares form elicitation, but its dialog fails (handler throws).
+        const root = withRoot(ctx, 'dialogfails');
+        const ans = answerer(ACCEPT);
+        const client = newClient(era, { handle: (p) => { ans.handle(p); throw new Error('the dialog window was closed'); } });
+        await connect(ctx, client, era, transport, root);
+        const how = await wantCleanDialogFailure(() => call(client, root));
+        root.wantUntouched();
+        want(ans.asked.length === 1, `asked ${ans.asked.length} times, want 1`);
+        return `${how}; nothing deleted`;
       },
     });
   }

@@ -3,8 +3,9 @@
 // knows only the older era: the server elicits in-process and the client
 // answers its elicitation/create request.
 //
-// Cases: accept (deleted once, asked once), decline (nothing deleted), and a
-// client without elicitation (a clear tool error, nothing deleted).
+// Cases: accept (deleted once, asked once), decline (nothing deleted), a
+// client without elicitation (a clear tool error, nothing deleted), and a
+// dialog that fails (a prompt error, not code 0, nothing deleted).
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -13,7 +14,7 @@ import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION } from '@modelcontextproto
 
 import {
   ACCEPT, DECLINE, answerer, binary, installedVersion, makeRoot, runCases, startHTTP,
-  want, wantAskedOnce, wantResult, wantToolError,
+  want, wantAskedOnce, wantCleanDialogFailure, wantResult, wantToolError,
 } from './lib.mjs';
 
 const PKG = '@modelcontextprotocol/sdk';
@@ -93,6 +94,19 @@ for (const transport of ['stdio', 'http']) {
       wantToolError(await call(client, root), 'cannot show a confirmation dialog');
       root.wantUntouched();
       return 'tool error; nothing deleted';
+    },
+  });
+  cases.push({
+    name: `${label} dialog-fails`,
+    async run(ctx) {
+      const root = withRoot(ctx, 'v1-dialogfails');
+      const ans = answerer(ACCEPT);
+      const client = newClient({ handle: (p) => { ans.handle(p); throw new Error('the dialog window was closed'); } });
+      await connect(ctx, client, transport, root);
+      const how = await wantCleanDialogFailure(() => call(client, root));
+      root.wantUntouched();
+      want(ans.asked.length === 1, `asked ${ans.asked.length} times, want 1`);
+      return `${how}; nothing deleted`;
     },
   });
 }
