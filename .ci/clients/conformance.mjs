@@ -285,7 +285,8 @@ async function main() {
       }
       if (problems.length) {
         fail(name, problems.join('; '));
-        console.log(r.stdout.split('\n').filter((l) => l.trim()).slice(-25).map((l) => `    | ${l}`).join('\n'));
+        const plain = r.stdout.replace(/\x1b\[[0-9;]*m/g, '');
+        console.log(plain.split('\n').filter((l) => l.trim()).slice(-25).map((l) => `    | ${l}`).join('\n'));
         continue;
       }
       passed++;
