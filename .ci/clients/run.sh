@@ -27,6 +27,8 @@ trap 'rm -rf "$work"' EXIT
 echo "--- building mcp-confirm (production, and -tags conformance)"
 (cd "$repo" && go build -o "$work/mcp-confirm" ./cmd/mcp-confirm) || die "go build failed"
 (cd "$repo" && go build -tags conformance -o "$work/mcp-confirm-conformance" ./cmd/mcp-confirm) || die "go build -tags conformance failed"
+# go vet ./... in .ci/run does not see files behind the build tag.
+(cd "$repo" && go vet -tags conformance ./cmd/mcp-confirm) || die "go vet -tags conformance failed"
 # The fixture tools exist only under the build tag: no flag can reach them.
 if grep -qa 'test_input_required_result_' "$work/mcp-confirm"; then
   die "the production binary contains the conformance fixture tool names"
