@@ -1,0 +1,701 @@
+package linearizability
+
+// End-to-end histories: the reference server (impl/server) over streamable
+// HTTP, driven by real go-sdk clients speaking 2026-07-28 multi round-trip
+// requests with the retries done by hand, one ClientSession per goroutine.
+//
+//   issue  = the first round of delete_file on a fresh file (input_required
+//            with a sealed requestState);
+//   redeem = the retry carrying an accept with confirm=true;
+//   cancel = the retry carrying a decline.
+//
+// Each answer is mapped back onto the ledger's vocabulary from the texts of
+// impl/confirm, and the history is checked with the same model as the
+// store-level tests. The filesystem is checked too: a file is gone iff
+// exactly one redeem answered "Deleted" (or, failing that, a redeem's outcome
+// was unknown).
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/server"
+)
+
+const (
+	// e2eTTL is the servers' TTL. Nothing in a run comes near it, so every
+	// spend must be decided on the confirmation's state: an "expired"
+	// answer is a violation. (Expiry is checked at the store level, where
+	// the test picks the expiry; here the server picks it, somewhere
+	// inside the first round.)
+	e2eTTL = 10 * time.Minute
+	// e2eOpTimeout bounds each MCP call; one that times out is recorded
+	// with its outcome unknown.
+	e2eOpTimeout = 10 * time.Second
+	// e2eBudget bounds a whole recording (connecting included); a
+	// recording that runs out fails the test.
+	e2eBudget = 4 * time.Minute
+	// e2eHot approvals are raced at any moment: about goroutines/e2eHot
+	// clients contend for each.
+	e2eHot = 8
+	// e2eRacers caps the retries in flight on one approval, which keeps
+	// porcupine's search bounded (see Workload.Racers).
+	e2eRacers = DefaultRacers
+	// e2eIssueMix is the share of operations, per thousand, that ask a new
+	// question even when a hot approval is free; the rest redeem (¾) or
+	// cancel (¼) a hot one.
+	e2eIssueMix = 100
+)
+
+// e2eSize is the CI size of an end-to-end history, or a reduced one under
+// -short.
+func e2eSize() (goroutines, operations int) {
+	if testing.Short() {
+		return 16, 1_000
+	}
+	return 64, 10_000
+}
+
+// errLedgerUnavailable stands for the server's "ledger is unavailable"
+// answer: its store call failed, so whether it applied is unknown.
+var errLedgerUnavailable = errors.New("server: the confirmation ledger is unavailable")
+
+// fileID is the partition key of the approval for the file at path.
+//
+// The ledger's confirmation id travels sealed inside the requestState, so
+// a client never sees it. Each approval here gets a file of its own and
+// exactly one first round, so the file names the confirmation one to one;
+// its path, hashed with SHA-256 and truncated to the 16 bytes of a
+// ledger.ID, is a deterministic key that the recorder knows when the
+// first round is called (the requestState token only exists once it has
+// returned). Every retry carries that file's path with that file's token.
+func fileID(path string) ledger.ID {
+	sum := sha256.Sum256([]byte("mcp-confirm linearizability e2e\x00" + path))
+	var id ledger.ID
+	copy(id[:], sum[:])
+	return id
+}
+
+// approval is one file and the question asked about it.
+type approval struct {
+	path    string
+	id      ledger.ID
+	replica int    // the replica that asked
+	state   string // the sealed requestState; set before it is published
+
+	racers atomic.Int32 // retries in flight
+	// deleted counts "Deleted" answers, notDeleted the redeems the ledger
+	// let through but the tool then refused or failed (the file was gone
+	// or changed), and unknownRedeems the redeems whose outcome is unknown.
+	deleted, notDeleted, unknownRedeems atomic.Int32
+}
+
+// claim takes one of the approval's racer slots, if one is free.
+func (a *approval) claim() bool {
+	for {
+		n := a.racers.Load()
+		if n >= e2eRacers {
+			return false
+		}
+		if a.racers.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// e2eRun is one recording against a set of replicas sharing a root.
+type e2eRun struct {
+	t    *testing.T
+	rec  *Recorder
+	root string
+	hot  []atomic.Pointer[approval]
+	next atomic.Uint64 // the hot slot the next question fills
+	seq  atomic.Uint64 // file names
+
+	mu    sync.Mutex
+	files []*approval // every file created, asked about or not
+
+	problems atomic.Int32 // answers the test did not expect (each fails it)
+	unknown  atomic.Int32 // outcomes unknown (transport errors, timeouts)
+	// crossSpends and crossOK count retries sent to another replica than
+	// the one that asked, and those that spent the confirmation.
+	crossSpends, crossOK atomic.Int32
+	// noRecord counts "no record of this confirmation" answers.
+	noRecord atomic.Int32
+}
+
+// problem fails the test with an unexpected answer, logging the first few.
+func (r *e2eRun) problem(format string, args ...any) {
+	if r.problems.Add(1) <= 20 {
+		r.t.Errorf(format, args...)
+	}
+}
+
+// startReplica serves one server over streamable HTTP and returns its URL.
+func startReplica(t *testing.T, name string, keys [][]byte, root string, store ledger.Store) string {
+	t.Helper()
+	srv, err := server.New(server.Options{
+		Name:   name,
+		Roots:  []string{root},
+		Keys:   keys,
+		TTL:    e2eTTL,
+		Store:  store,
+		Logger: slog.New(slog.DiscardHandler), // thousands of expected refusals
+	})
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// newKeys returns fresh requestState keys, shared by a test's replicas.
+func newKeys(t *testing.T) [][]byte {
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	return [][]byte{key}
+}
+
+// connectMRTR opens a 2026-07-28 session to url with its own HTTP
+// connection pool, as a separate client would. The client declares
+// elicitation (the tool refuses clients that cannot answer) but returns
+// input_required to the caller instead of retrying itself.
+func connectMRTR(ctx context.Context, url string) (*mcp.ClientSession, func(), error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	client := mcp.NewClient(&mcp.Implementation{Name: "linearizability", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("in-process elicitation: this client retries by hand")
+		},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: tr}},
+		&mcp.ClientSessionOptions{ProtocolVersion: server.ProtocolMRTR})
+	if err != nil {
+		tr.CloseIdleConnections()
+		return nil, nil, err
+	}
+	if v := cs.InitializeResult().ProtocolVersion; v != server.ProtocolMRTR {
+		cs.Close()
+		tr.CloseIdleConnections()
+		return nil, nil, fmt.Errorf("negotiated protocol %s, want %s", v, server.ProtocolMRTR)
+	}
+	return cs, func() { cs.Close(); tr.CloseIdleConnections() }, nil
+}
+
+// recordEndToEnd races goroutines clients, spread round-robin over the
+// replicas at urls (which share root), through operations operations.
+func recordEndToEnd(t *testing.T, urls []string, root string, goroutines, operations int, skew time.Duration) (History, *e2eRun) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), e2eBudget)
+	defer cancel()
+	rec, err := NewRecorder(RecorderOptions{Skew: skew})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &e2eRun{t: t, rec: rec, root: root, hot: make([]atomic.Pointer[approval], e2eHot)}
+
+	begin := time.Now()
+	sessions := make([]*mcp.ClientSession, goroutines)
+	for g := range sessions {
+		cctx, ccancel := context.WithTimeout(ctx, e2eOpTimeout)
+		cs, closeSession, err := connectMRTR(cctx, urls[g%len(urls)])
+		ccancel()
+		if err != nil {
+			t.Fatalf("client %d: connect to replica %d: %v", g, g%len(urls), err)
+		}
+		t.Cleanup(closeSession) // before the servers' cleanups
+		sessions[g] = cs
+	}
+	connected := time.Since(begin)
+
+	begin = time.Now()
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for g, cs := range sessions {
+		n := operations / goroutines
+		if g < operations%goroutines {
+			n++
+		}
+		c := rec.Client()
+		rnd := mrand.New(mrand.NewPCG(mrand.Uint64(), mrand.Uint64()))
+		wg.Go(func() {
+			<-start
+			for range n {
+				if ctx.Err() != nil {
+					return
+				}
+				opCtx, opCancel := context.WithTimeout(ctx, e2eOpTimeout)
+				r.act(opCtx, cs, g%len(urls), c, rnd)
+				opCancel()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	elapsed := time.Since(begin)
+
+	h := rec.History()
+	h.Goroutines = goroutines
+	t.Logf("%d sessions over %d replica(s) connected in %v; %d operations recorded in %v (%.0f/s); %d outcomes unknown",
+		goroutines, len(urls), connected.Round(time.Millisecond), len(h.Operations), elapsed.Round(time.Millisecond),
+		float64(len(h.Operations))/elapsed.Seconds(), r.unknown.Load())
+	if ctx.Err() != nil || len(h.Operations) != operations {
+		t.Fatalf("recorded %d of %d operations (%v); budget %v", len(h.Operations), operations, ctx.Err(), e2eBudget)
+	}
+	return h, r
+}
+
+// act performs one operation: mostly a retry of a hot approval, otherwise
+// (or when none is free) a new question.
+func (r *e2eRun) act(ctx context.Context, cs *mcp.ClientSession, replica int, c *Client, rnd *mrand.Rand) {
+	if rnd.IntN(1000) >= e2eIssueMix {
+		if a := r.hot[rnd.IntN(len(r.hot))].Load(); a != nil && a.claim() {
+			op := OpRedeem
+			if rnd.IntN(4) == 0 {
+				op = OpCancel
+			}
+			r.spend(ctx, cs, replica, c, a, op)
+			a.racers.Add(-1)
+			return
+		}
+	}
+	r.issue(ctx, cs, replica, c)
+}
+
+// issue creates a file and asks to delete it: the first round.
+func (r *e2eRun) issue(ctx context.Context, cs *mcp.ClientSession, replica int, c *Client) {
+	path := filepath.Join(r.root, fmt.Sprintf("f%06d.txt", r.seq.Add(1)))
+	if err := os.WriteFile(path, []byte(path), 0o600); err != nil {
+		r.problem("create %s: %v", path, err)
+		return
+	}
+	a := &approval{path: path, id: fileID(path), replica: replica}
+	r.mu.Lock()
+	r.files = append(r.files, a)
+	r.mu.Unlock()
+
+	// The server sets the expiry inside the call; now+TTL is a lower
+	// bound of it, far beyond the end of the run either way.
+	var state string
+	c.Do(OpIssue, a.id, time.Now().Add(e2eTTL), func() (ledger.Confirmation, error) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": path}})
+		var outcome error
+		state, outcome = r.asked(res, err)
+		return ledger.Confirmation{}, outcome
+	})
+	if state != "" {
+		a.state = state
+		r.hot[r.next.Add(1)%uint64(len(r.hot))].Store(a)
+	}
+}
+
+// asked maps the answer to a first round: the requestState, or the
+// ledger's error.
+func (r *e2eRun) asked(res *mcp.CallToolResult, err error) (string, error) {
+	if err != nil {
+		r.unknown.Add(1)
+		return "", fmt.Errorf("first round, outcome unknown: %w", err)
+	}
+	if res.NeedsInput() {
+		if _, ok := res.InputRequests[confirm.InputID].(*mcp.ElicitParams); ok && res.RequestState != "" {
+			return res.RequestState, nil
+		}
+	}
+	msg := resultText(res)
+	if res.IsError {
+		switch {
+		case strings.Contains(msg, "Too many confirmations"):
+			return "", ledger.ErrFull
+		case strings.Contains(msg, "ledger is unavailable"):
+			r.unknown.Add(1)
+			return "", errLedgerUnavailable
+		}
+	}
+	r.problem("unexpected answer to a first round: %s", describeResult(res))
+	return "", fmt.Errorf("unexpected answer %q", msg)
+}
+
+// spend retries a's question with an accept (OpRedeem) or a decline
+// (OpCancel).
+func (r *e2eRun) spend(ctx context.Context, cs *mcp.ClientSession, replica int, c *Client, a *approval, op Op) {
+	answer := &mcp.ElicitResult{Action: "decline"}
+	if op == OpRedeem {
+		answer = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
+	}
+	_, err := c.Do(op, a.id, time.Time{}, func() (ledger.Confirmation, error) {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{
+			Name:           "delete_file",
+			Arguments:      map[string]any{"path": a.path},
+			InputResponses: mcp.InputResponseMap{confirm.InputID: answer},
+			RequestState:   a.state,
+		})
+		return r.answered(op, a, res, err)
+	})
+	if replica != a.replica {
+		r.crossSpends.Add(1)
+		if err == nil {
+			r.crossOK.Add(1)
+		}
+	}
+}
+
+// answered maps the answer to a retry onto the ledger's results, by the
+// texts of impl/confirm.
+func (r *e2eRun) answered(op Op, a *approval, res *mcp.CallToolResult, err error) (ledger.Confirmation, error) {
+	unknown := func(err error) (ledger.Confirmation, error) {
+		r.unknown.Add(1)
+		if op == OpRedeem {
+			a.unknownRedeems.Add(1)
+		}
+		return ledger.Confirmation{}, err
+	}
+	if err != nil {
+		// A JSON-RPC error is the boundary refusing the state (same keys,
+		// same name, long TTL: it should not) or a protocol failure;
+		// anything else is the transport. Either way the test cannot tell
+		// what the server did.
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			r.problem("%s of %s: JSON-RPC error %d %q", op, filepath.Base(a.path), werr.Code, werr.Message)
+		}
+		return unknown(fmt.Errorf("%s, outcome unknown: %w", op, err))
+	}
+	msg := resultText(res)
+	switch {
+	case res.NeedsInput():
+	case !res.IsError && op == OpRedeem && strings.HasPrefix(msg, "Deleted "):
+		a.deleted.Add(1)
+		if !strings.Contains(msg, filepath.Base(a.path)) {
+			// Report another confirmation than the one asked about, which
+			// the model refuses as a successful spend.
+			r.problem("redeem of %s deleted something else: %q", filepath.Base(a.path), msg)
+			return ledger.Confirmation{}, nil
+		}
+		return ledger.Confirmation{ID: a.id}, nil
+	case !res.IsError && op == OpCancel && msg == "Not confirmed: nothing was done.":
+		return ledger.Confirmation{ID: a.id}, nil
+	case res.IsError:
+		switch {
+		case strings.Contains(msg, "already used"):
+			return ledger.Confirmation{}, ledger.ErrSpent
+		case strings.Contains(msg, "declined earlier"):
+			return ledger.Confirmation{}, ledger.ErrCancelled
+		case strings.Contains(msg, "has expired"):
+			return ledger.Confirmation{}, ledger.ErrExpired
+		case strings.Contains(msg, "no record of this confirmation"):
+			r.noRecord.Add(1)
+			return ledger.Confirmation{}, ledger.ErrUnknown
+		case strings.Contains(msg, "ledger is unavailable"):
+			return unknown(errLedgerUnavailable)
+		case op == OpRedeem && (strings.Contains(msg, "changed after it was approved") ||
+			strings.Contains(msg, "replaced or modified after it was approved") ||
+			strings.Contains(msg, "approved action failed")):
+			// The tool acts only after the ledger redeemed: this is a
+			// successful redeem whose file was gone (or went while it
+			// acted) — nothing else touches the files, so another redeem
+			// got there first, which the model refuses.
+			a.notDeleted.Add(1)
+			return ledger.Confirmation{ID: a.id}, nil
+		}
+	}
+	r.problem("unexpected answer to a %s of %s: %s", op, filepath.Base(a.path), describeResult(res))
+	return unknown(fmt.Errorf("unexpected answer %q", msg))
+}
+
+// fileReport is what the filesystem and the answers say about the approvals.
+type fileReport struct {
+	deleted, kept int
+	// notDeleted counts redeems the ledger let through but the tool
+	// refused or failed, and redeemedTwice the files with more than one
+	// successful redeem ("Deleted" answers and those).
+	notDeleted, redeemedTwice int
+}
+
+// checkFiles checks the filesystem against the answers: a file is gone iff
+// exactly one redeem answered "Deleted" — or none did and a redeem's
+// outcome is unknown (it may have deleted the file with its reply lost).
+// Files are never recreated, so a second successful redeem cannot delete
+// a second time: it shows as a redeem the tool refused or failed, counted
+// in notDeleted and redeemedTwice for the caller to judge.
+func (r *e2eRun) checkFiles(t *testing.T) fileReport {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var fs fileReport
+	for _, a := range r.files {
+		_, err := os.Lstat(a.path)
+		gone := errors.Is(err, iofs.ErrNotExist)
+		if err != nil && !gone {
+			t.Errorf("%s: %v", a.path, err)
+			continue
+		}
+		name, d := filepath.Base(a.path), a.deleted.Load()
+		switch {
+		case d > 1:
+			t.Errorf("%s: %d redeems answered Deleted", name, d)
+		case d == 1 && !gone:
+			t.Errorf("%s: a redeem answered Deleted but the file exists", name)
+		case d == 0 && gone && a.unknownRedeems.Load() == 0:
+			t.Errorf("%s: gone, but no redeem answered Deleted and none had an unknown outcome", name)
+		}
+		nd := int(a.notDeleted.Load())
+		fs.notDeleted += nd
+		if int(d)+nd > 1 {
+			fs.redeemedTwice++
+		}
+		if gone {
+			fs.deleted++
+		} else {
+			fs.kept++
+		}
+	}
+	return fs
+}
+
+// redeemedOnce requires every successful redeem to have deleted its file,
+// and no file to have been redeemed twice: a file is gone iff exactly one
+// redeem returned ok.
+func (f fileReport) redeemedOnce(t *testing.T) {
+	t.Helper()
+	if f.notDeleted > 0 || f.redeemedTwice > 0 {
+		t.Errorf("%d redeems were let through by the ledger but deleted nothing; %d files redeemed more than once",
+			f.notDeleted, f.redeemedTwice)
+	}
+}
+
+// coveredEndToEnd checks that the run exercised the races it is meant to,
+// so that a pass is not a pass by omission.
+func coveredEndToEnd(t *testing.T, h History, f fileReport) {
+	t.Helper()
+	st := h.Stats()
+	spends := func(res ledger.Result) int { return st.Results[OpRedeem][res] + st.Results[OpCancel][res] }
+	for _, want := range []struct {
+		what string
+		n    int
+	}{
+		{"questions asked", st.Results[OpIssue][ledger.ResultOK]},
+		{"redeems", st.Results[OpRedeem][ledger.ResultOK]},
+		{"cancels", st.Results[OpCancel][ledger.ResultOK]},
+		{"retries refused as already used", spends(ledger.ResultSpent)},
+		{"retries refused as declined earlier", spends(ledger.ResultCancelled)},
+		{"files deleted", f.deleted},
+		{"files kept", f.kept},
+	} {
+		if want.n == 0 {
+			t.Errorf("end-to-end run exercised no %s: %v", want.what, st)
+		}
+	}
+	if st.Overlap < 2 {
+		t.Errorf("no two retries of one approval were ever in flight together: %v", st)
+	}
+}
+
+// TestEndToEnd checks the history of one server (in-memory ledger) raced
+// over streamable HTTP by many MRTR clients, and the filesystem after it.
+func TestEndToEnd(t *testing.T) {
+	goroutines, operations := e2eSize()
+	root := t.TempDir()
+	url := startReplica(t, "mcp-confirm-e2e-"+randomName(t), newKeys(t), root, newMemory())
+	h, r := recordEndToEnd(t, []string{url}, root, goroutines, operations, 0)
+	f := r.checkFiles(t)
+	t.Logf("%d files deleted, %d kept", f.deleted, f.kept)
+	f.redeemedOnce(t)
+	coveredEndToEnd(t, h, f)
+	Check(t, h, checkTimeout)
+}
+
+// TestEndToEndRedis: two replicas on one Redis. It needs
+// MCP_CONFIRM_REDIS_URL; without it the test is skipped, which is not a
+// pass.
+func TestEndToEndRedis(t *testing.T) {
+	url := os.Getenv("MCP_CONFIRM_REDIS_URL")
+	if url == "" {
+		t.Skip("set MCP_CONFIRM_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to check two server replicas on one Redis end to end")
+	}
+	name := "mcp-confirm-e2e-" + randomName(t)
+	// server.OpenStore's namespace for this audience.
+	t.Cleanup(func() { deleteRedisNamespace(t, url, "mcp-confirm:{"+name+"}:") })
+	checkEndToEndShared(t, url, name)
+}
+
+// TestEndToEndPostgres: two replicas on one PostgreSQL database. It needs
+// MCP_CONFIRM_POSTGRES_URL; without it the test is skipped, which is not
+// a pass.
+func TestEndToEndPostgres(t *testing.T) {
+	url := os.Getenv("MCP_CONFIRM_POSTGRES_URL")
+	if url == "" {
+		t.Skip("set MCP_CONFIRM_POSTGRES_URL (e.g. postgres://user:pw@127.0.0.1:5432/db) to check two server replicas on one PostgreSQL end to end")
+	}
+	name := "mcp-confirm-e2e-" + randomName(t)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		pool, err := pgxpool.New(ctx, url)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer pool.Close()
+		// server.OpenStore's table and namespace for this audience.
+		if _, err := pool.Exec(ctx, "DELETE FROM "+pgledger.DefaultTable+" WHERE namespace = $1", name); err != nil {
+			t.Errorf("cleanup of namespace %s: %v", name, err)
+		}
+	})
+	checkEndToEndShared(t, url, name)
+}
+
+// checkEndToEndShared starts two replicas (same keys, same name, a store
+// handle each on the store at url, one root) and races clients spread over
+// both through the same approvals.
+func checkEndToEndShared(t *testing.T, url, name string) {
+	goroutines, operations := e2eSize()
+	root, keys := t.TempDir(), newKeys(t)
+	var urls []string
+	for range 2 {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		store, closeStore, err := server.OpenStore(ctx, url, name)
+		cancel()
+		if err != nil {
+			t.Fatalf("OpenStore: %v", err)
+		}
+		t.Cleanup(closeStore)
+		urls = append(urls, startReplica(t, name, keys, root, store))
+	}
+	h, r := recordEndToEnd(t, urls, root, goroutines, operations, sharedSkew)
+	f := r.checkFiles(t)
+	t.Logf("%d files deleted, %d kept; %d retries went to the other replica, %d of them spent the confirmation",
+		f.deleted, f.kept, r.crossSpends.Load(), r.crossOK.Load())
+	f.redeemedOnce(t)
+	coveredEndToEnd(t, h, f)
+	if r.crossOK.Load() == 0 {
+		t.Errorf("no confirmation was spent through the replica that did not ask for it")
+	}
+	Check(t, h, checkTimeout)
+}
+
+// TestEndToEndControls are the negative controls at this level: the same
+// clients, mapping and checker must reject a server that is not one
+// at-most-once ledger, for the right reason.
+func TestEndToEndControls(t *testing.T) {
+	// A server whose ledger spends by check-then-act (see broken): some
+	// approvals are redeemed twice, or redeemed and cancelled. The tool's
+	// re-check of the file still stops a second deletion, so the
+	// filesystem alone would not show the defect; the history does.
+	t.Run("check-then-act ledger", func(t *testing.T) {
+		const goroutines, operations = 64, 2_000 // also under -short: the race needs contention
+		root := t.TempDir()
+		url := startReplica(t, "mcp-confirm-e2e-"+randomName(t), newKeys(t), root, &broken{checkThenAct: true})
+		h, r := recordEndToEnd(t, []string{url}, root, goroutines, operations, 0)
+		f := r.checkFiles(t)
+		what, ok := doubleSpend(h)
+		t.Logf("%d files deleted, %d kept; %d redeems let through by the ledger deleted nothing, %d files redeemed twice; %s",
+			f.deleted, f.kept, f.notDeleted, f.redeemedTwice, what)
+		if !ok {
+			t.Fatalf("the defect never showed in the history: %v", h.Stats())
+		}
+		wantIllegal(t, h, func(part []porcupine.Operation) bool { _, ok := doubleSpend(History{Operations: part}); return ok })
+	})
+
+	// Two replicas with the same keys and name but an in-memory ledger
+	// each, as a deployment that forgot --ledger would run. Every retry
+	// sent to the other replica is refused ("no record of this
+	// confirmation"), so nothing is deleted twice — but the two ledgers
+	// are not one: checked as one, an approval answered "unknown" while
+	// pending has no linearization.
+	t.Run("separate ledgers", func(t *testing.T) {
+		const goroutines, operations = 64, 2_000 // also under -short: the race needs contention
+		root, keys, name := t.TempDir(), newKeys(t), "mcp-confirm-e2e-"+randomName(t)
+		urls := []string{
+			startReplica(t, name, keys, root, newMemory()),
+			startReplica(t, name, keys, root, newMemory()),
+		}
+		h, r := recordEndToEnd(t, urls, root, goroutines, operations, 0)
+		f := r.checkFiles(t)
+		t.Logf("%d files deleted, %d kept; %d retries went to the other replica, %d answered no record",
+			f.deleted, f.kept, r.crossSpends.Load(), r.noRecord.Load())
+		f.redeemedOnce(t)
+		if r.crossSpends.Load() == 0 || r.noRecord.Load() != r.crossSpends.Load() || r.crossOK.Load() != 0 {
+			t.Errorf("%d retries went to the other replica, %d answered no record, %d spent: want every one refused",
+				r.crossSpends.Load(), r.noRecord.Load(), r.crossOK.Load())
+		}
+		wantIllegal(t, h, func(part []porcupine.Operation) bool {
+			for _, op := range part {
+				if op.Output.(Output).Result == ledger.ResultUnknown {
+					return true
+				}
+			}
+			return false
+		})
+	})
+}
+
+// wantIllegal requires porcupine to reject h, and every partition without
+// a linearization to show the defect (witness), so that the rejection is
+// for the right reason.
+func wantIllegal(t *testing.T, h History, witness func([]porcupine.Operation) bool) {
+	t.Helper()
+	rep := Verify(h, checkTimeout)
+	t.Logf("porcupine: %s in %v", rep.Result, rep.Elapsed.Round(time.Millisecond))
+	if rep.Result != porcupine.Illegal {
+		t.Fatalf("porcupine says %s, want Illegal: %v", rep.Result, rep.Stats)
+	}
+	bad := rep.Violations()
+	if len(bad) == 0 {
+		t.Fatal("Illegal, but no approval without a linearization")
+	}
+	for _, part := range bad {
+		if !witness(part) {
+			t.Fatalf("an approval without a linearization that does not show the defect:\n%s", Describe(part))
+		}
+	}
+	t.Logf("%d approvals without a linearization, the first:\n%s", len(bad), Describe(bad[0]))
+}
+
+// resultText is the text content of a tool result.
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func describeResult(res *mcp.CallToolResult) string {
+	switch {
+	case res.NeedsInput():
+		return "input_required"
+	case res.IsError:
+		return fmt.Sprintf("tool error %q", resultText(res))
+	}
+	return fmt.Sprintf("result %q", resultText(res))
+}
