@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -394,31 +393,7 @@ func TestAttackConcurrentRedeem(t *testing.T) {
 			for i := range sessions {
 				sessions[i] = e.connect(clientOptions{transport: transport, manual: true, answer: accept()})
 			}
-			var mu sync.Mutex
-			deleted, refused := 0, 0
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for _, cs := range sessions {
-				wg.Go(func() {
-					<-start
-					res, err := retry(cs, f, state, yes())
-					mu.Lock()
-					defer mu.Unlock()
-					switch {
-					case err == nil && !res.IsError:
-						deleted++
-					case err == nil && strings.Contains(text(res), "already used"):
-						refused++
-					default:
-						t.Errorf("unexpected outcome: err=%v res=%s", err, describe(res))
-					}
-				})
-			}
-			close(start)
-			wg.Wait()
-			if deleted != 1 || refused != racers-1 {
-				t.Fatalf("deleted %d times, refused %d; want 1 and %d", deleted, refused, racers-1)
-			}
+			raceOnce(t, sessions, f, state)
 			if _, err := os.Lstat(f); !os.IsNotExist(err) {
 				t.Fatal("file not deleted")
 			}

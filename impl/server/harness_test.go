@@ -344,3 +344,38 @@ func wantExists(t *testing.T, paths ...string) {
 		}
 	}
 }
+
+// raceOnce has every session retry the same approval of path at once, and
+// asserts that exactly one deleted it and every other got a clean "already
+// used" refusal.
+func raceOnce(t *testing.T, sessions []*mcp.ClientSession, path, state string) {
+	t.Helper()
+	var mu sync.Mutex
+	deleted, refused := 0, 0
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, cs := range sessions {
+		wg.Go(func() {
+			<-start
+			res, err := retry(cs, path, state, yes())
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil && !res.IsError:
+				deleted++
+			case err == nil && strings.Contains(text(res), "already used"):
+				refused++
+			default:
+				t.Errorf("unexpected outcome: err=%v res=%s", err, describe(res))
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if deleted != 1 || refused != len(sessions)-1 {
+		t.Fatalf("deleted %d times, refused %d; want 1 and %d", deleted, refused, len(sessions)-1)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s not deleted", path)
+	}
+}

@@ -85,28 +85,7 @@ func TestReplicasShareStore(t *testing.T) {
 				}
 				sessions = append(sessions, r.connect(clientOptions{transport: httpT, manual: true, answer: accept()}))
 			}
-			var mu sync.Mutex
-			deleted, refused := 0, 0
-			var wg sync.WaitGroup
-			for _, cs := range sessions {
-				wg.Go(func() {
-					res, err := retry(cs, g, state, yes())
-					mu.Lock()
-					defer mu.Unlock()
-					switch {
-					case err == nil && !res.IsError:
-						deleted++
-					case err == nil && strings.Contains(text(res), "already used"):
-						refused++
-					default:
-						t.Errorf("unexpected outcome: err=%v res=%s", err, describe(res))
-					}
-				})
-			}
-			wg.Wait()
-			if deleted != 1 || refused != racers-1 {
-				t.Fatalf("deleted %d times, refused %d; want 1 and %d", deleted, refused, racers-1)
-			}
+			raceOnce(t, sessions, g, state)
 		})
 	}
 }
