@@ -16,11 +16,13 @@ package linearizability
 // was unknown).
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"log/slog"
 	mrand "math/rand/v2"
@@ -78,6 +80,11 @@ func e2eSize() (goroutines, operations int) {
 	}
 	return 64, 10_000
 }
+
+// codeRejectedByTransport is the code of go-sdk's (internal)
+// jsonrpc2.ErrRejected, which wraps every failure of an HTTP round trip:
+// the client got no answer from the server.
+const codeRejectedByTransport = -32005
 
 // errLedgerUnavailable stands for the server's "ledger is unavailable"
 // answer: its store call failed, so whether it applied is unknown.
@@ -187,16 +194,20 @@ func newKeys(t *testing.T) [][]byte {
 // connection pool, as a separate client would. The client declares
 // elicitation (the tool refuses clients that cannot answer) but returns
 // input_required to the caller instead of retrying itself.
-func connectMRTR(ctx context.Context, url string) (*mcp.ClientSession, func(), error) {
+func connectMRTR(ctx context.Context, url string, loss *lossyHTTP) (*mcp.ClientSession, func(), error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil
+	var rt http.RoundTripper = tr
+	if loss != nil {
+		rt = lossyTransport{loss, tr}
+	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "linearizability", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return nil, errors.New("in-process elicitation: this client retries by hand")
 		},
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: tr}},
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}},
 		&mcp.ClientSessionOptions{ProtocolVersion: server.ProtocolMRTR})
 	if err != nil {
 		tr.CloseIdleConnections()
@@ -210,13 +221,78 @@ func connectMRTR(ctx context.Context, url string) (*mcp.ClientSession, func(), e
 	return cs, func() { cs.Close(); tr.CloseIdleConnections() }, nil
 }
 
-// recordEndToEnd races goroutines clients, spread round-robin over the
-// replicas at urls (which share root), through operations operations.
-func recordEndToEnd(t *testing.T, urls []string, root string, goroutines, operations int, skew time.Duration) (History, *e2eRun) {
+// lossyHTTP makes the clients' connections lose some tools/call requests
+// before they are sent and some replies after the server has answered —
+// the caller sees an error either way and cannot tell which: every 37th
+// request, every 41st reply, and the reply of every 4th deletion (so that
+// some deletions surely go unseen). Faults are deterministic in the count
+// of calls over all sessions, not random.
+type lossyHTTP struct {
+	armed                     atomic.Bool // set once every session is connected
+	calls, deletions          atomic.Uint64
+	lostRequests, lostReplies atomic.Int32
+}
+
+var (
+	errLostRequest = errors.New("injected fault: request lost before it was sent")
+	errLostReply   = errors.New("injected fault: reply lost after the server answered")
+)
+
+// lossyTransport is one session's connection through a lossyHTTP.
+type lossyTransport struct {
+	loss *lossyHTTP
+	next http.RoundTripper
+}
+
+func (l lossyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !l.loss.armed.Load() || req.Method != http.MethodPost {
+		return l.next.RoundTrip(req)
+	}
+	n := l.loss.calls.Add(1)
+	if n%37 == 0 {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		l.loss.lostRequests.Add(1)
+		return nil, errLostRequest
+	}
+	resp, err := l.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	// Read the reply to its end (the server has finished), then lose it
+	// or hand it on.
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	deleted := bytes.Contains(body, []byte(`Deleted `)) && l.loss.deletions.Add(1)%4 == 0
+	if n%41 == 0 || deleted {
+		l.loss.lostReplies.Add(1)
+		return nil, errLostReply
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// e2eSetup is what recordEndToEnd runs against.
+type e2eSetup struct {
+	urls                   []string // the replicas, sharing root
+	root                   string
+	goroutines, operations int
+	skew                   time.Duration // the recorder's clock-skew allowance
+	loss                   *lossyHTTP    // nil: no injected faults
+}
+
+// recordEndToEnd races s.goroutines clients, spread round-robin over the
+// replicas, through s.operations operations.
+func recordEndToEnd(t *testing.T, s e2eSetup) (History, *e2eRun) {
 	t.Helper()
+	urls, root, goroutines, operations := s.urls, s.root, s.goroutines, s.operations
 	ctx, cancel := context.WithTimeout(t.Context(), e2eBudget)
 	defer cancel()
-	rec, err := NewRecorder(RecorderOptions{Skew: skew})
+	rec, err := NewRecorder(RecorderOptions{Skew: s.skew})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +302,7 @@ func recordEndToEnd(t *testing.T, urls []string, root string, goroutines, operat
 	sessions := make([]*mcp.ClientSession, goroutines)
 	for g := range sessions {
 		cctx, ccancel := context.WithTimeout(ctx, e2eOpTimeout)
-		cs, closeSession, err := connectMRTR(cctx, urls[g%len(urls)])
+		cs, closeSession, err := connectMRTR(cctx, urls[g%len(urls)], s.loss)
 		ccancel()
 		if err != nil {
 			t.Fatalf("client %d: connect to replica %d: %v", g, g%len(urls), err)
@@ -235,6 +311,9 @@ func recordEndToEnd(t *testing.T, urls []string, root string, goroutines, operat
 		sessions[g] = cs
 	}
 	connected := time.Since(begin)
+	if s.loss != nil {
+		s.loss.armed.Store(true)
+	}
 
 	begin = time.Now()
 	start := make(chan struct{})
@@ -378,12 +457,13 @@ func (r *e2eRun) answered(op Op, a *approval, res *mcp.CallToolResult, err error
 		return ledger.Confirmation{}, err
 	}
 	if err != nil {
-		// A JSON-RPC error is the boundary refusing the state (same keys,
-		// same name, long TTL: it should not) or a protocol failure;
-		// anything else is the transport. Either way the test cannot tell
-		// what the server did.
+		// A JSON-RPC error from the server is the boundary refusing the
+		// state (same keys, same name, long TTL: it should not) or a
+		// protocol failure; the rest is the transport (which go-sdk also
+		// reports as a JSON-RPC error, with its own code). Either way the
+		// test cannot tell what the server did.
 		var werr *jsonrpc.Error
-		if errors.As(err, &werr) {
+		if errors.As(err, &werr) && werr.Code != codeRejectedByTransport {
 			r.problem("%s of %s: JSON-RPC error %d %q", op, filepath.Base(a.path), werr.Code, werr.Message)
 		}
 		return unknown(fmt.Errorf("%s, outcome unknown: %w", op, err))
@@ -433,6 +513,9 @@ func (r *e2eRun) answered(op Op, a *approval, res *mcp.CallToolResult, err error
 // fileReport is what the filesystem and the answers say about the approvals.
 type fileReport struct {
 	deleted, kept int
+	// deletedUnseen counts deleted files with no "Deleted" answer: a
+	// redeem's reply was lost.
+	deletedUnseen int
 	// notDeleted counts redeems the ledger let through but the tool
 	// refused or failed, and redeemedTwice the files with more than one
 	// successful redeem ("Deleted" answers and those).
@@ -473,6 +556,9 @@ func (r *e2eRun) checkFiles(t *testing.T) fileReport {
 		}
 		if gone {
 			fs.deleted++
+			if d == 0 {
+				fs.deletedUnseen++
+			}
 		} else {
 			fs.kept++
 		}
@@ -524,12 +610,57 @@ func TestEndToEnd(t *testing.T) {
 	goroutines, operations := e2eSize()
 	root := t.TempDir()
 	url := startReplica(t, "mcp-confirm-e2e-"+randomName(t), newKeys(t), root, newMemory())
-	h, r := recordEndToEnd(t, []string{url}, root, goroutines, operations, 0)
+	h, r := recordEndToEnd(t, e2eSetup{urls: []string{url}, root: root, goroutines: goroutines, operations: operations})
 	f := r.checkFiles(t)
 	t.Logf("%d files deleted, %d kept", f.deleted, f.kept)
 	f.redeemedOnce(t)
 	coveredEndToEnd(t, h, f)
 	Check(t, h, checkTimeout)
+}
+
+// TestEndToEndLostReplies checks one server whose clients' connections
+// lose some requests and some replies: those calls are recorded with
+// their outcome unknown (pending to the end of the history), and the
+// filesystem may show a deletion whose "Deleted" answer was lost. As a
+// control, the same history with those calls dropped — what a recorder
+// that discarded failures would check — must not be linearizable, which
+// shows that some of the lost calls did take effect on the server.
+func TestEndToEndLostReplies(t *testing.T) {
+	const goroutines, operations = 64, 4_000 // also under -short: enough lost replies to matter
+	root, loss := t.TempDir(), &lossyHTTP{}
+	url := startReplica(t, "mcp-confirm-e2e-"+randomName(t), newKeys(t), root, newMemory())
+	h, r := recordEndToEnd(t, e2eSetup{urls: []string{url}, root: root, goroutines: goroutines, operations: operations, loss: loss})
+	f := r.checkFiles(t)
+	st := h.Stats()
+	t.Logf("injected %d lost requests and %d lost replies; %d files deleted (%d of them with the Deleted answer lost), %d kept",
+		loss.lostRequests.Load(), loss.lostReplies.Load(), f.deleted, f.deletedUnseen, f.kept)
+	if loss.lostRequests.Load() == 0 || loss.lostReplies.Load() == 0 || st.Unknown == 0 {
+		t.Fatalf("no faults injected: %v", st)
+	}
+	if int(r.unknown.Load()) != st.Unknown {
+		t.Errorf("%d calls failed, %d operations recorded with an unknown outcome", r.unknown.Load(), st.Unknown)
+	}
+	f.redeemedOnce(t)
+	coveredEndToEnd(t, h, f)
+	sequentialClients(t, h)
+	Check(t, h, checkTimeout)
+
+	t.Run("dropped", func(t *testing.T) {
+		if f.deletedUnseen == 0 {
+			t.Fatal("no deletion went unseen: nothing to show")
+		}
+		kept := History{Goroutines: h.Goroutines, Clients: h.Clients}
+		for _, op := range h.Operations {
+			if op.Output.(Output).Result != ledger.ResultError {
+				kept.Operations = append(kept.Operations, op)
+			}
+		}
+		rep := Verify(kept, checkTimeout)
+		t.Logf("without its %d unknown outcomes: %s in %v", st.Unknown, rep.Result, rep.Elapsed.Round(time.Millisecond))
+		if rep.Result != porcupine.Illegal {
+			t.Fatalf("dropping the lost calls left a history porcupine calls %s, want Illegal", rep.Result)
+		}
+	})
 }
 
 // TestEndToEndRedis: two replicas on one Redis. It needs
@@ -589,7 +720,7 @@ func checkEndToEndShared(t *testing.T, url, name string) {
 		t.Cleanup(closeStore)
 		urls = append(urls, startReplica(t, name, keys, root, store))
 	}
-	h, r := recordEndToEnd(t, urls, root, goroutines, operations, sharedSkew)
+	h, r := recordEndToEnd(t, e2eSetup{urls: urls, root: root, goroutines: goroutines, operations: operations, skew: sharedSkew})
 	f := r.checkFiles(t)
 	t.Logf("%d files deleted, %d kept; %d retries went to the other replica, %d of them spent the confirmation",
 		f.deleted, f.kept, r.crossSpends.Load(), r.crossOK.Load())
@@ -613,7 +744,7 @@ func TestEndToEndControls(t *testing.T) {
 		const goroutines, operations = 64, 2_000 // also under -short: the race needs contention
 		root := t.TempDir()
 		url := startReplica(t, "mcp-confirm-e2e-"+randomName(t), newKeys(t), root, &broken{checkThenAct: true})
-		h, r := recordEndToEnd(t, []string{url}, root, goroutines, operations, 0)
+		h, r := recordEndToEnd(t, e2eSetup{urls: []string{url}, root: root, goroutines: goroutines, operations: operations})
 		f := r.checkFiles(t)
 		what, ok := doubleSpend(h)
 		t.Logf("%d files deleted, %d kept; %d redeems let through by the ledger deleted nothing, %d files redeemed twice; %s",
@@ -637,7 +768,7 @@ func TestEndToEndControls(t *testing.T) {
 			startReplica(t, name, keys, root, newMemory()),
 			startReplica(t, name, keys, root, newMemory()),
 		}
-		h, r := recordEndToEnd(t, urls, root, goroutines, operations, 0)
+		h, r := recordEndToEnd(t, e2eSetup{urls: urls, root: root, goroutines: goroutines, operations: operations})
 		f := r.checkFiles(t)
 		t.Logf("%d files deleted, %d kept; %d retries went to the other replica, %d answered no record",
 			f.deleted, f.kept, r.crossSpends.Load(), r.noRecord.Load())
