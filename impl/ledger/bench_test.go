@@ -77,9 +77,9 @@ func (c *steadyClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 //
 // steady: the store holds about 101,000 confirmations, as a busy server
 // does (100 confirmations a second over a 10-minute TTL and 1-minute
-// grace remember 66,000): the store's clock moves 1 ms every 1,000 pairs,
-// with a 100 ms TTL and 1 ms grace, so each call also sweeps one expired
-// confirmation.
+// grace remember 66,000): each goroutine moves the store's clock 10 µs
+// every 10 pairs, with a 100 ms TTL and 1 ms grace, so on average each
+// pair also sweeps one expired confirmation.
 //
 // growing: default options on the real clock; nothing expires during the
 // run, so the store remembers every redeemed confirmation (b.N of them, up
@@ -109,8 +109,8 @@ func BenchmarkMemoryIssueRedeem(b *testing.B) {
 				m = ledger.NewMemory(ledger.MemoryOptions{Grace: time.Millisecond, Now: clock.Now})
 				opts = ledger.Options{TTL: 100 * time.Millisecond, Now: clock.Now}
 				tick = func(n int) {
-					if n%1000 == 0 {
-						clock.Advance(time.Millisecond)
+					if n%10 == 0 {
+						clock.Advance(10 * time.Microsecond)
 					}
 				}
 			case "growing":
@@ -156,6 +156,28 @@ func BenchmarkMemoryIssueRedeem(b *testing.B) {
 			reportCPU(b, start)
 		})
 	}
+}
+
+// BenchmarkScalingControl is the yardstick for the parallel benchmarks:
+// SHA-256 of 1 KiB, no shared state at all, serially and from GOMAXPROCS
+// goroutines. On idle cores parallel ns/op is serial ns/op divided by the
+// cores; on a machine busy with other jobs it shows how much parallelism
+// was actually available during the run.
+func BenchmarkScalingControl(b *testing.B) {
+	b.Run("serial", func(b *testing.B) {
+		buf := make([]byte, 1024)
+		for b.Loop() {
+			sha256.Sum256(buf)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			buf := make([]byte, 1024)
+			for pb.Next() {
+				sha256.Sum256(buf)
+			}
+		})
+	})
 }
 
 // heapInUse returns the live heap after a full collection.
