@@ -626,7 +626,10 @@ func TestEndToEnd(t *testing.T) {
 // that discarded failures would check — must not be linearizable, which
 // shows that some of the lost calls did take effect on the server.
 func TestEndToEndLostReplies(t *testing.T) {
-	const goroutines, operations = 64, 4_000 // also under -short: enough lost replies to matter
+	goroutines, operations := 64, 4_000
+	if testing.Short() {
+		goroutines, operations = 16, 1_000
+	}
 	root, loss := t.TempDir(), &lossyHTTP{}
 	url := startReplica(t, "mcp-confirm-e2e-"+randomName(t), newKeys(t), root, newMemory())
 	h, r := recordEndToEnd(t, e2eSetup{urls: []string{url}, root: root, goroutines: goroutines, operations: operations, loss: loss})
