@@ -21,6 +21,13 @@ type MemoryOptions struct {
 	Grace time.Duration
 	// Now is the store's clock, which decides expiry. Default time.Now.
 	Now func() time.Time
+	// Observe, if set, is called for every Add (as Issue) and Spend (as
+	// Redeem or Cancel) with the store's lock held, so events arrive in the
+	// order the operations took effect — the order trace validation
+	// (spec/trace) needs, which Options.Observe on a Ledger, called after
+	// the fact, cannot give under concurrency. ctx is the operation's. It
+	// must be fast and must not call the store.
+	Observe func(ctx context.Context, e Event)
 }
 
 // Memory is the in-process [Store]: a map under one mutex. It is safe for
@@ -41,6 +48,7 @@ type Memory struct {
 	maxPending, maxPerPrincipal int
 	grace                       time.Duration
 	now                         func() time.Time
+	observe                     func(context.Context, Event)
 
 	mu           sync.Mutex
 	entries      map[ID]*entry
@@ -70,6 +78,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 		maxPerPrincipal: opts.MaxPendingPerPrincipal,
 		grace:           opts.Grace,
 		now:             opts.Now,
+		observe:         opts.Observe,
 		entries:         make(map[ID]*entry),
 		perPrincipal:    make(map[string]int),
 	}
@@ -89,11 +98,14 @@ func NewMemory(opts MemoryOptions) *Memory {
 }
 
 // Add implements [Store].
-func (m *Memory) Add(_ context.Context, c Confirmation) error {
+func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 	now := m.now()
 	e := &entry{c: c, state: Pending} // allocated before locking: a shorter critical section
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.observe != nil {
+		defer func() { m.observe(ctx, Event{Time: now, Action: ActionIssue, ID: c.ID, Result: ResultOf(err)}) }()
+	}
 	m.sweep(now)
 	if _, ok := m.entries[c.ID]; ok {
 		return fmt.Errorf("%w: %s", ErrExists, c.ID)
@@ -115,13 +127,20 @@ func (m *Memory) Add(_ context.Context, c Confirmation) error {
 }
 
 // Spend implements [Store].
-func (m *Memory) Spend(_ context.Context, id ID, to State) (Confirmation, error) {
+func (m *Memory) Spend(ctx context.Context, id ID, to State) (_ Confirmation, err error) {
 	if to != Redeemed && to != Cancelled {
 		return Confirmation{}, fmt.Errorf("ledger: cannot spend into state %v", to)
 	}
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.observe != nil {
+		action := ActionRedeem
+		if to == Cancelled {
+			action = ActionCancel
+		}
+		defer func() { m.observe(ctx, Event{Time: now, Action: action, ID: id, Result: ResultOf(err)}) }()
+	}
 	m.sweep(now)
 	e, ok := m.entries[id]
 	switch {
