@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
 )
@@ -17,21 +16,10 @@ func BenchmarkIssueRedeem(b *testing.B) {
 	ctx := context.Background()
 	p := newPool(b)
 	ns := namespace(b, p, pgledger.DefaultTable)
-	s := newStore(b, p, pgledger.Options{Namespace: ns})
-	l, err := ledger.New(s, ledger.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	ledgertest.BenchmarkIssueRedeem(b, newStore(b, p, pgledger.Options{Namespace: ns}))
+
 	proto := ledgertest.Fresh(b)
-	issueRedeem := func() error {
-		conf, err := l.Issue(ctx, proto)
-		if err != nil {
-			return err
-		}
-		_, err = l.Redeem(ctx, conf.ID)
-		return err
-	}
-	insertDelete := func() error {
+	ledgertest.BenchmarkOp(b, "floor", func() error {
 		id := ledgertest.NewID(b)
 		if _, err := p.Exec(ctx, `INSERT INTO `+pgledger.DefaultTable+`
 			(namespace, id, state, tool, args_digest, principal, shown, subject, expires_at, expires_ns)
@@ -44,27 +32,5 @@ func BenchmarkIssueRedeem(b *testing.B) {
 		return p.QueryRow(ctx, `DELETE FROM `+pgledger.DefaultTable+` WHERE namespace = $1 AND id = $2
 			RETURNING tool, args_digest, principal, shown, subject`, ns, id[:]).
 			Scan(&tool, &args, &principal, &shown, &subject)
-	}
-	for _, bm := range []struct {
-		name string
-		op   func() error
-	}{{"ledger", issueRedeem}, {"floor", insertDelete}} {
-		b.Run("serial/"+bm.name, func(b *testing.B) {
-			for b.Loop() {
-				if err := bm.op(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("parallel/"+bm.name, func(b *testing.B) {
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := bm.op(); err != nil {
-						b.Error(err) // not Fatal: this is not the benchmark's goroutine
-						return
-					}
-				}
-			})
-		})
-	}
+	})
 }
