@@ -2,6 +2,14 @@
 // pass: the in-memory store, Redis and PostgreSQL run the same tests, the
 // same rapid model test and the same concurrency checks.
 //
+// Stores that server replicas share over the network (Redis, PostgreSQL)
+// also run the checks only a networked store needs: [Namespaces],
+// [GoneAway] (a server closed, not listening or hanging, at [ClosedAddr]
+// and [SilentAddr]), [OpenErrors] (Open errors name the server and never
+// echo the password) and [RedeemOnce] on the store their Open returns;
+// and [BenchmarkIssueRedeem] beside a floor of their own, run with
+// [BenchmarkOp]. [Namespaced] makes their Factory.
+//
 // Expiry is exercised with absolute times around the real clock (entries
 // issued already expired, or expiring an hour from now), because shared
 // stores decide expiry on their own server's clock, which a test cannot
