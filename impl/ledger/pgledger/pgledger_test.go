@@ -89,27 +89,15 @@ func newStore(t testing.TB, p *pgxpool.Pool, opts pgledger.Options) *pgledger.St
 // Replica the second with the same namespace, as two server replicas would.
 func factory(t *testing.T) ledgertest.Factory {
 	a, b := newPool(t), newPool(t)
-	var mu sync.Mutex
-	namespaces := map[ledger.Store]string{}
-	return ledgertest.Factory{
-		New: func(t testing.TB) ledger.Store {
+	return ledgertest.Namespaced(
+		func(t testing.TB) (ledger.Store, string) {
 			ns := namespace(t, a, pgledger.DefaultTable)
-			s := newStore(t, a, pgledger.Options{Namespace: ns})
-			mu.Lock()
-			namespaces[s] = ns
-			mu.Unlock()
-			return s
+			return newStore(t, a, pgledger.Options{Namespace: ns}), ns
 		},
-		Replica: func(t testing.TB, s ledger.Store) ledger.Store {
-			mu.Lock()
-			ns, ok := namespaces[s]
-			mu.Unlock()
-			if !ok {
-				t.Fatalf("Replica of a store the factory did not make")
-			}
+		func(t testing.TB, ns string) ledger.Store {
 			return newStore(t, b, pgledger.Options{Namespace: ns})
 		},
-	}
+	)
 }
 
 func TestStore(t *testing.T) {
@@ -119,25 +107,7 @@ func TestStore(t *testing.T) {
 // TestNamespaces checks that stores with different namespaces on one
 // table are separate ledgers.
 func TestNamespaces(t *testing.T) {
-	ctx := context.Background()
-	p := newPool(t)
-	a := newStore(t, p, pgledger.Options{Namespace: namespace(t, p, pgledger.DefaultTable)})
-	b := newStore(t, p, pgledger.Options{Namespace: namespace(t, p, pgledger.DefaultTable)})
-	conf := ledgertest.Fresh(t)
-	if err := a.Add(ctx, conf); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Spend(ctx, conf.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrUnknown) {
-		t.Fatalf("Spend in another namespace = %v, want ErrUnknown", err)
-	}
-	if err := b.Add(ctx, conf); err != nil {
-		t.Fatalf("the same id in another namespace: %v", err)
-	}
-	for _, s := range []*pgledger.Store{a, b} {
-		if _, err := s.Spend(ctx, conf.ID, ledger.Redeemed); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ledgertest.Namespaces(t, factory(t))
 }
 
 // TestExpiresRoundTrip checks that Expires comes back to the nanosecond,
@@ -294,65 +264,11 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// closedAddr returns an address on which nothing listens.
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
-// silentAddr returns an address that accepts connections and never
-// answers, like a server that hangs.
-func silentAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		wg.Wait()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
-// isSentinel reports whether err is one of the ledger's answers, which a
-// store that went away must never give.
-func isSentinel(err error) bool {
-	for _, s := range []error{ledger.ErrUnknown, ledger.ErrSpent, ledger.ErrCancelled, ledger.ErrExpired, ledger.ErrFull, ledger.ErrExists} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
-
 // TestGoneAway checks that a store whose database is unreachable, hangs,
 // or was closed fails with an error that is not a ledger answer, within
 // the caller's deadline.
 func TestGoneAway(t *testing.T) {
-	const timeout = 300 * time.Millisecond
-	closedStore := func(t *testing.T) *pgledger.Store {
+	closed := func(t *testing.T) *pgledger.Store {
 		s, err := pgledger.Open(context.Background(), serverURL(t), pgledger.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -360,75 +276,38 @@ func TestGoneAway(t *testing.T) {
 		s.Close()
 		return s
 	}
-	storeAt := func(addr string) func(t *testing.T) *pgledger.Store {
-		return func(t *testing.T) *pgledger.Store {
-			p, err := pgxpool.New(context.Background(), "postgres://postgres@"+addr+"/test?sslmode=disable")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(p.Close)
-			return newStore(t, p, pgledger.Options{})
+	at := func(t *testing.T, addr string) *pgledger.Store {
+		p, err := pgxpool.New(context.Background(), "postgres://postgres@"+addr+"/test?sslmode=disable")
+		if err != nil {
+			t.Fatal(err)
 		}
+		t.Cleanup(p.Close)
+		return newStore(t, p, pgledger.Options{})
 	}
-	tests := []struct {
-		name  string
-		store func(t *testing.T) *pgledger.Store
-	}{
-		{"closed store", closedStore},
-		{"nothing listening", storeAt(closedAddr(t))},
-		{"server hangs", storeAt(silentAddr(t))},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := tt.store(t)
-			ops := map[string]func(context.Context) error{
-				"Add": func(ctx context.Context) error { return s.Add(ctx, ledgertest.Fresh(t)) },
-				"Spend": func(ctx context.Context) error {
-					_, err := s.Spend(ctx, ledgertest.NewID(t), ledger.Redeemed)
-					return err
-				},
-				"Sweep": func(ctx context.Context) error {
-					_, err := s.Sweep(ctx)
-					return err
-				},
-				"Migrate": func(ctx context.Context) error { return s.Migrate(ctx) },
-			}
-			for name, op := range ops {
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				start := time.Now()
-				err := op(ctx)
-				elapsed := time.Since(start)
-				cancel()
-				if err == nil || isSentinel(err) {
-					t.Errorf("%s = %v, want an error that is not a ledger sentinel", name, err)
-				}
-				if elapsed > timeout+2*time.Second {
-					t.Errorf("%s took %v with a %v deadline", name, elapsed, timeout)
-				}
-				t.Logf("%s after %v: %v", name, elapsed.Round(time.Millisecond), err)
-			}
-		})
-	}
+	ledgertest.GoneAway(t, closed, at, map[string]func(context.Context, *pgledger.Store) error{
+		"Sweep": func(ctx context.Context, s *pgledger.Store) error {
+			_, err := s.Sweep(ctx)
+			return err
+		},
+		"Migrate": func(ctx context.Context, s *pgledger.Store) error { return s.Migrate(ctx) },
+	})
 }
 
 // TestOpenErrors checks that Open fails clearly, naming the server, and
 // never echoes the password.
 func TestOpenErrors(t *testing.T) {
 	const pw = "s3cret"
-	closed, silent := closedAddr(t), silentAddr(t)
-	tests := []struct {
-		name, url, want string
-	}{
-		{"nothing listening", "postgres://postgres:" + pw + "@" + closed + "/test?sslmode=disable", closed},
-		{"server hangs", "postgres://postgres:" + pw + "@" + silent + "/test?sslmode=disable", silent},
-		{"unparsable", "postgres://postgres:" + pw + "@[::1/test", "invalid connection string"},
-		{"bad port", "postgres://postgres:" + pw + "@localhost:" + pw + "/test", "invalid connection string"},
-		{"bad option", "postgres://postgres:" + pw + "@localhost/test?sslmode=" + pw, "invalid connection string"},
-		{"@ in password", "postgres://postgres:" + pw + "@x@localhost/test?sslmode=bogus", "invalid connection string"},
-		{"key = value", "host=127.0.0.1 password = " + pw + " sslmode=bogus", "invalid connection string"},
-		{"key= value", "host=127.0.0.1 password= " + pw + " sslmode=bogus", "invalid connection string"},
-		{"key=value", "host=127.0.0.1 port=" + closed[strings.LastIndex(closed, ":")+1:] + " password=" + pw, closed},
-		{"bad table", "postgres://postgres:" + pw + "@" + closed + "/test?sslmode=disable", "table name"},
+	closed, silent := ledgertest.ClosedAddr(t), ledgertest.SilentAddr(t)
+	tests := []ledgertest.OpenFailure{
+		{Name: "nothing listening", URL: "postgres://postgres:" + pw + "@" + closed + "/test?sslmode=disable", Want: closed},
+		{Name: "server hangs", URL: "postgres://postgres:" + pw + "@" + silent + "/test?sslmode=disable", Want: silent},
+		{Name: "unparsable", URL: "postgres://postgres:" + pw + "@[::1/test", Want: "invalid connection string"},
+		{Name: "bad port", URL: "postgres://postgres:" + pw + "@localhost:" + pw + "/test", Want: "invalid connection string"},
+		{Name: "bad option", URL: "postgres://postgres:" + pw + "@localhost/test?sslmode=" + pw, Want: "invalid connection string"},
+		{Name: "@ in password", URL: "postgres://postgres:" + pw + "@x@localhost/test?sslmode=bogus", Want: "invalid connection string"},
+		{Name: "key = value", URL: "host=127.0.0.1 password = " + pw + " sslmode=bogus", Want: "invalid connection string"},
+		{Name: "key= value", URL: "host=127.0.0.1 password= " + pw + " sslmode=bogus", Want: "invalid connection string"},
+		{Name: "key=value", URL: "host=127.0.0.1 port=" + closed[strings.LastIndex(closed, ":")+1:] + " password=" + pw, Want: closed},
 	}
 	if u := os.Getenv(urlEnv); u != "" {
 		cfg, err := pgxpool.ParseConfig(u)
@@ -437,33 +316,23 @@ func TestOpenErrors(t *testing.T) {
 		}
 		cfg.ConnConfig.Database = "no_such_database_" + random(t)
 		server := net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))
-		tests = append(tests, struct{ name, url, want string }{
-			"no such database", "postgres://" + cfg.ConnConfig.User + ":" + pw + "@" + server + "/" + cfg.ConnConfig.Database + "?sslmode=disable", server,
+		tests = append(tests, ledgertest.OpenFailure{
+			Name: "no such database", URL: "postgres://" + cfg.ConnConfig.User + ":" + pw + "@" + server + "/" + cfg.ConnConfig.Database + "?sslmode=disable", Want: server,
 		})
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			defer cancel()
-			opts := pgledger.Options{}
-			if tt.name == "bad table" {
-				opts.Table = "no-such-table"
-			}
-			s, err := pgledger.Open(ctx, tt.url, opts)
+	open := func(opts pgledger.Options) func(ctx context.Context, url string) error {
+		return func(ctx context.Context, url string) error {
+			s, err := pgledger.Open(ctx, url, opts)
 			if err == nil {
 				s.Close()
-				t.Fatal("Open succeeded")
 			}
-			msg := err.Error()
-			if strings.Contains(msg, pw) {
-				t.Fatalf("error echoes the password: %v", msg)
-			}
-			if !strings.Contains(msg, tt.want) {
-				t.Fatalf("error %q does not name %q", msg, tt.want)
-			}
-			t.Log(msg)
-		})
+			return err
+		}
 	}
+	ledgertest.OpenErrors(t, pw, open(pgledger.Options{}), tests)
+	ledgertest.OpenErrors(t, pw, open(pgledger.Options{Table: "no-such-table"}), []ledgertest.OpenFailure{
+		{Name: "bad table", URL: "postgres://postgres:" + pw + "@" + closed + "/test?sslmode=disable", Want: "table name"},
+	})
 	// Negative control: pgxpool's own error does echo the password, so the
 	// check above can fail.
 	if _, err := pgxpool.ParseConfig("host=127.0.0.1 password= " + pw + " sslmode=bogus"); err == nil || !strings.Contains(err.Error(), pw) {
@@ -472,26 +341,12 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestOpen(t *testing.T) {
-	ctx := context.Background()
 	p := newPool(t)
 	ns := namespace(t, p, pgledger.DefaultTable)
-	s, err := pgledger.Open(ctx, serverURL(t), pgledger.Options{Namespace: ns})
+	s, err := pgledger.Open(context.Background(), serverURL(t), pgledger.Options{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ledger.New(s, ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf, err := l.Issue(ctx, ledgertest.Fresh(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Redeem(ctx, conf.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Redeem(ctx, conf.ID); !errors.Is(err, ledger.ErrSpent) {
-		t.Fatalf("second Redeem = %v, want ErrSpent", err)
-	}
+	ledgertest.RedeemOnce(t, s)
 }

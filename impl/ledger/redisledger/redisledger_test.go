@@ -5,10 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"net"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -88,27 +86,15 @@ func newStore(t testing.TB, c redis.UniversalClient, opts redisledger.Options) *
 // Replica the second with the same namespace, as two server replicas would.
 func factory(t *testing.T) ledgertest.Factory {
 	a, b := newClient(t), newClient(t)
-	var mu sync.Mutex
-	namespaces := map[ledger.Store]string{}
-	return ledgertest.Factory{
-		New: func(t testing.TB) ledger.Store {
+	return ledgertest.Namespaced(
+		func(t testing.TB) (ledger.Store, string) {
 			ns := namespace(t, a)
-			s := newStore(t, a, redisledger.Options{Namespace: ns})
-			mu.Lock()
-			namespaces[s] = ns
-			mu.Unlock()
-			return s
+			return newStore(t, a, redisledger.Options{Namespace: ns}), ns
 		},
-		Replica: func(t testing.TB, s ledger.Store) ledger.Store {
-			mu.Lock()
-			ns, ok := namespaces[s]
-			mu.Unlock()
-			if !ok {
-				t.Fatalf("Replica of a store the factory did not make")
-			}
+		func(t testing.TB, ns string) ledger.Store {
 			return newStore(t, b, redisledger.Options{Namespace: ns})
 		},
-	}
+	)
 }
 
 func TestStore(t *testing.T) {
@@ -118,25 +104,7 @@ func TestStore(t *testing.T) {
 // TestNamespaces checks that stores with different namespaces on one
 // server are separate ledgers.
 func TestNamespaces(t *testing.T) {
-	ctx := context.Background()
-	c := newClient(t)
-	a := newStore(t, c, redisledger.Options{Namespace: namespace(t, c)})
-	b := newStore(t, c, redisledger.Options{Namespace: namespace(t, c)})
-	conf := ledgertest.Fresh(t)
-	if err := a.Add(ctx, conf); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Spend(ctx, conf.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrUnknown) {
-		t.Fatalf("Spend in another namespace = %v, want ErrUnknown", err)
-	}
-	if err := b.Add(ctx, conf); err != nil {
-		t.Fatalf("the same id in another namespace: %v", err)
-	}
-	for _, s := range []*redisledger.Store{a, b} {
-		if _, err := s.Spend(ctx, conf.ID, ledger.Redeemed); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ledgertest.Namespaces(t, factory(t))
 }
 
 // TestKeyExpiry checks that an entry's key expires at Expires+Grace on the
@@ -249,65 +217,11 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// closedAddr returns an address on which nothing listens.
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
-// silentAddr returns an address that accepts connections and never
-// answers, like a server that hangs.
-func silentAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		wg.Wait()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
-// isSentinel reports whether err is one of the ledger's answers, which a
-// store that went away must never give.
-func isSentinel(err error) bool {
-	for _, s := range []error{ledger.ErrUnknown, ledger.ErrSpent, ledger.ErrCancelled, ledger.ErrExpired, ledger.ErrFull, ledger.ErrExists} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
-
 // TestGoneAway checks that a store whose server is unreachable, hangs, or
 // was closed fails with an error that is not a ledger answer, within the
 // caller's deadline.
 func TestGoneAway(t *testing.T) {
-	const timeout = 300 * time.Millisecond
-	closedStore := func(t *testing.T) *redisledger.Store {
+	closed := func(t *testing.T) *redisledger.Store {
 		s, err := redisledger.Open(context.Background(), serverURL(t), redisledger.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -315,63 +229,26 @@ func TestGoneAway(t *testing.T) {
 		s.Close()
 		return s
 	}
-	storeAt := func(addr string) func(t *testing.T) *redisledger.Store {
-		return func(t *testing.T) *redisledger.Store {
-			c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
-			t.Cleanup(func() { c.Close() })
-			return newStore(t, c, redisledger.Options{})
-		}
+	at := func(t *testing.T, addr string) *redisledger.Store {
+		c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { c.Close() })
+		return newStore(t, c, redisledger.Options{})
 	}
-	tests := []struct {
-		name  string
-		store func(t *testing.T) *redisledger.Store
-	}{
-		{"closed store", closedStore},
-		{"nothing listening", storeAt(closedAddr(t))},
-		{"server hangs", storeAt(silentAddr(t))},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := tt.store(t)
-			ops := map[string]func(context.Context) error{
-				"Add": func(ctx context.Context) error { return s.Add(ctx, ledgertest.Fresh(t)) },
-				"Spend": func(ctx context.Context) error {
-					_, err := s.Spend(ctx, ledgertest.NewID(t), ledger.Redeemed)
-					return err
-				},
-			}
-			for name, op := range ops {
-				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				start := time.Now()
-				err := op(ctx)
-				elapsed := time.Since(start)
-				cancel()
-				if err == nil || isSentinel(err) {
-					t.Errorf("%s = %v, want an error that is not a ledger sentinel", name, err)
-				}
-				if elapsed > timeout+2*time.Second {
-					t.Errorf("%s took %v with a %v deadline", name, elapsed, timeout)
-				}
-				t.Logf("%s after %v: %v", name, elapsed.Round(time.Millisecond), err)
-			}
-		})
-	}
+	ledgertest.GoneAway(t, closed, at, nil)
 }
 
 // TestOpenErrors checks that Open fails clearly, naming the server, and
 // never echoes the password.
 func TestOpenErrors(t *testing.T) {
 	const pw = "s3cret"
-	closed, silent := closedAddr(t), silentAddr(t)
-	tests := []struct {
-		name, url, want string
-	}{
-		{"nothing listening", "redis://user:" + pw + "@" + closed + "/0", closed},
-		{"server hangs", "redis://:" + pw + "@" + silent + "/0", silent},
-		{"unparsable", "redis://user:" + pw + "@[::1/0", "invalid URL"},
-		{"bad port", "redis://user:" + pw + "@localhost:" + pw + "/0", "invalid URL"},
-		{"bad database", "redis://user:" + pw + "@127.0.0.1:6379/" + pw, "invalid URL"},
-		{"bad scheme", "http://user:" + pw + "@127.0.0.1:6379/0", "invalid URL"},
+	closed, silent := ledgertest.ClosedAddr(t), ledgertest.SilentAddr(t)
+	tests := []ledgertest.OpenFailure{
+		{Name: "nothing listening", URL: "redis://user:" + pw + "@" + closed + "/0", Want: closed},
+		{Name: "server hangs", URL: "redis://:" + pw + "@" + silent + "/0", Want: silent},
+		{Name: "unparsable", URL: "redis://user:" + pw + "@[::1/0", Want: "invalid URL"},
+		{Name: "bad port", URL: "redis://user:" + pw + "@localhost:" + pw + "/0", Want: "invalid URL"},
+		{Name: "bad database", URL: "redis://user:" + pw + "@127.0.0.1:6379/" + pw, Want: "invalid URL"},
+		{Name: "bad scheme", URL: "http://user:" + pw + "@127.0.0.1:6379/0", Want: "invalid URL"},
 	}
 	if u := os.Getenv(urlEnv); u != "" {
 		// A password the server does not accept.
@@ -379,29 +256,17 @@ func TestOpenErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tests = append(tests, struct{ name, url, want string }{
-			"wrong password", "redis://nosuchuser:" + pw + "@" + pu.Addr + "/0", pu.Addr,
+		tests = append(tests, ledgertest.OpenFailure{
+			Name: "wrong password", URL: "redis://nosuchuser:" + pw + "@" + pu.Addr + "/0", Want: pu.Addr,
 		})
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			defer cancel()
-			s, err := redisledger.Open(ctx, tt.url, redisledger.Options{})
-			if err == nil {
-				s.Close()
-				t.Fatal("Open succeeded")
-			}
-			msg := err.Error()
-			if strings.Contains(msg, pw) {
-				t.Fatalf("error echoes the password: %v", msg)
-			}
-			if !strings.Contains(msg, tt.want) {
-				t.Fatalf("error %q does not name %q", msg, tt.want)
-			}
-			t.Log(msg)
-		})
-	}
+	ledgertest.OpenErrors(t, pw, func(ctx context.Context, url string) error {
+		s, err := redisledger.Open(ctx, url, redisledger.Options{})
+		if err == nil {
+			s.Close()
+		}
+		return err
+	}, tests)
 	// Negative control: the parser's own error does echo the password,
 	// so the check above can fail.
 	if _, err := redis.ParseURL("redis://user:" + pw + "@[::1/0"); err == nil || !strings.Contains(err.Error(), pw) {
@@ -410,26 +275,12 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestOpen(t *testing.T) {
-	ctx := context.Background()
 	c := newClient(t)
 	ns := namespace(t, c)
-	s, err := redisledger.Open(ctx, serverURL(t), redisledger.Options{Namespace: ns})
+	s, err := redisledger.Open(context.Background(), serverURL(t), redisledger.Options{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := ledger.New(s, ledger.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf, err := l.Issue(ctx, ledgertest.Fresh(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Redeem(ctx, conf.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Redeem(ctx, conf.ID); !errors.Is(err, ledger.ErrSpent) {
-		t.Fatalf("second Redeem = %v, want ErrSpent", err)
-	}
+	ledgertest.RedeemOnce(t, s)
 }
