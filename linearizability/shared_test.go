@@ -105,20 +105,22 @@ func TestPostgres(t *testing.T) {
 		t.Cleanup(s.Close)
 		return s
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		pool, err := pgxpool.New(ctx, url)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer pool.Close()
-		if _, err := pool.Exec(ctx, "DELETE FROM "+table+" WHERE namespace = $1", ns); err != nil {
-			t.Errorf("cleanup of namespace %s: %v", ns, err)
-		}
-	})
+	t.Cleanup(func() { deletePostgresNamespace(t, url, table, ns) })
 	checkShared(t, open(), open())
+}
+
+func deletePostgresNamespace(t *testing.T, url, table, ns string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, "DELETE FROM "+table+" WHERE namespace = $1", ns); err != nil {
+		t.Errorf("cleanup of namespace %s: %v", ns, err)
+	}
 }
 
 // checkShared runs the CI-size workload through two handles on one shared
