@@ -196,6 +196,11 @@ func module(evs []event, start time.Time, deployment string) (tla, cfg string, e
 	b.WriteString(">>\n\n")
 	fmt.Fprintf(&b, "TraceApprovals == %s\n", set(ids))
 	fmt.Fprintf(&b, "TraceReplicas == %s\n", set(reps))
+	// What TLC prints for each state of the matching behaviour: the event
+	// just matched, not every variable (which would print every approval's
+	// record at every step and make the output grow with the square of the
+	// trace).
+	b.WriteString("\nTraceAlias == [next |-> i, now |-> now, matched |-> IF i > 1 THEN Trace[i - 1] ELSE \"nothing yet\"]\n")
 	b.WriteString("====\n")
 
 	cfg = fmt.Sprintf(`CONSTANTS
@@ -212,6 +217,7 @@ func module(evs []event, start time.Time, deployment string) (tla, cfg string, e
 INIT TraceInit
 NEXT TraceNext
 INVARIANT TraceIncomplete
+ALIAS TraceAlias
 `, deployment, ttl/tick, grace/tick)
 	return b.String(), cfg, nil
 }

@@ -1,0 +1,248 @@
+package trace
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+)
+
+// replicaKey carries, in an operation's context, the replica that made it,
+// so the store's Observe hook can label the event.
+type replicaKey struct{}
+
+// concurrentStart is the clock's reading when a concurrent run begins.
+var concurrentStart = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// recordConcurrent drives two replicas' ledgers from workers goroutines at
+// once, ops operations each, over one shared memory store ("shared") or a
+// store per replica ("memory"), and returns the NDJSON trace the stores'
+// Observe hooks wrote under their locks: the order the operations took
+// effect, which is what trace validation needs.
+//
+// Time moves in ticks, each under the write half of a lock whose read half
+// every operation holds, so no operation straddles a tick and every event's
+// time is the clock at its step.
+func recordConcurrent(t *testing.T, deployment string, seed uint64, workers, ops int) []byte {
+	t.Helper()
+	var (
+		clockMu sync.RWMutex
+		now     = concurrentStart
+		outMu   sync.Mutex
+		out     bytes.Buffer
+	)
+	clock := func() time.Time { return now } // read with clockMu held
+	enc := json.NewEncoder(&out)
+	observe := func(ctx context.Context, e ledger.Event) {
+		outMu.Lock()
+		defer outMu.Unlock()
+		if err := enc.Encode(line{Event: e, Replica: ctx.Value(replicaKey{}).(string)}); err != nil {
+			t.Error(err)
+		}
+	}
+	newStore := func() ledger.Store {
+		return ledger.NewMemory(ledger.MemoryOptions{Grace: grace, Now: clock, Observe: observe})
+	}
+	shared := newStore()
+	ledgers := map[string]*ledger.Ledger{}
+	for _, r := range replicas {
+		store := shared
+		if deployment == "memory" {
+			store = newStore()
+		}
+		l, err := ledger.New(store, ledger.Options{TTL: ttl, Now: clock})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ledgers[r] = l
+	}
+
+	var idsMu sync.Mutex
+	var issued []ledger.ID
+	var wg sync.WaitGroup
+	startLine := make(chan struct{})
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(w)))
+			<-startLine
+			for range ops {
+				if rng.IntN(100) < 4 {
+					clockMu.Lock()
+					now = now.Add(tick)
+					clockMu.Unlock()
+					continue
+				}
+				r := replicas[rng.IntN(len(replicas))]
+				ctx := context.WithValue(context.Background(), replicaKey{}, r)
+				idsMu.Lock()
+				var id ledger.ID
+				if n := len(issued); n > 0 && rng.IntN(10) > 0 {
+					id = issued[max(0, n-1-rng.IntN(4))] // recent ids, so workers race on them
+					if rng.IntN(4) == 0 {
+						id = issued[rng.IntN(n)] // and older ones, answered after their expiry
+					}
+				} else {
+					for i := range id {
+						id[i] = byte(rng.Uint32()) // an id never issued
+					}
+				}
+				idsMu.Unlock()
+
+				clockMu.RLock()
+				switch p := rng.IntN(100); {
+				case p < 25:
+					if c, err := ledgers[r].Issue(ctx, ledger.Confirmation{Tool: "delete_file"}); err == nil {
+						idsMu.Lock()
+						issued = append(issued, c.ID)
+						idsMu.Unlock()
+					}
+				case p < 80:
+					_, _ = ledgers[r].Redeem(ctx, id)
+				default:
+					_, _ = ledgers[r].Cancel(ctx, id)
+				}
+				clockMu.RUnlock()
+			}
+		})
+	}
+	close(startLine)
+	wg.Wait()
+	return out.Bytes()
+}
+
+// TestConcurrentTracesAreBehaviours checks with TLC that traces of ledgers
+// driven from many goroutines at once are behaviours of the specification,
+// in both deployments.
+func TestConcurrentTracesAreBehaviours(t *testing.T) {
+	jar := tlcJar(t)
+	for _, deployment := range []string{"shared", "memory"} {
+		t.Run(deployment, func(t *testing.T) {
+			ndjson := recordConcurrent(t, deployment, 7, 8, 40)
+			evs, err := parse(ndjson)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, e := range evs {
+				seen[e.Action+" "+e.Result]++
+			}
+			if ok, _ := check(t, jar, evs, concurrentStart, deployment); !ok {
+				n := firstRejected(t, jar, evs, concurrentStart, deployment)
+				t.Fatalf("TLC rejected the concurrent trace at event %d: %+v", n+1, evs[n])
+			}
+			for _, want := range []string{"Issue ok", "Redeem ok", "Cancel ok", "Redeem spent", "Redeem expired", "Redeem unknown"} {
+				if seen[want] == 0 {
+					t.Errorf("the trace has no %q; outcomes: %v", want, seen)
+				}
+			}
+			t.Logf("%d events from 8 goroutines accepted; outcomes: %v", len(evs), seen)
+		})
+	}
+}
+
+// The committed trace: recorded from a concurrent run of the shared
+// deployment and checked by TLC, whose output is committed beside it with
+// the SHA-256 of every file the check read.
+const (
+	committedTrace = "testdata/concurrent-shared.ndjson"
+	committedOut   = "testdata/concurrent-shared.out"
+	committedSums  = "testdata/concurrent-shared.sha256"
+)
+
+// checkedFiles are the files whose content the committed TLC output speaks
+// for, relative to this package.
+var checkedFiles = []string{"../Ledger.tla", "../TraceLedger.tla", committedTrace, committedOut}
+
+func sums() (string, error) {
+	var b strings.Builder
+	for _, f := range checkedFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&b, "%x  %s\n", sha256.Sum256(data), filepath.Base(f))
+	}
+	return b.String(), nil
+}
+
+// TestCommittedTraceWasChecked always runs (CI has no TLC): the committed
+// trace and TLC's committed verdict on it must still match the spec that
+// verdict was reached on, byte for byte, and the verdict must be acceptance.
+func TestCommittedTraceWasChecked(t *testing.T) {
+	want, err := os.ReadFile(committedSums)
+	if err != nil {
+		t.Fatalf("%v\nrecord and check one with: MCP_CONFIRM_RECORD_TRACE=1 TLA2TOOLS_JAR=... go test ./spec/trace -run TestRecordCommittedTrace", err)
+	}
+	got, err := sums()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Fatalf("the spec, the trace or TLC's output changed since TLC checked the committed trace:\nnow:\n%s\nchecked:\n%s\nre-check with: MCP_CONFIRM_RECORD_TRACE=1 TLA2TOOLS_JAR=... go test ./spec/trace -run TestRecordCommittedTrace", got, want)
+	}
+	out, err := os.ReadFile(committedOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), accepted) {
+		t.Fatalf("the committed TLC output does not accept the trace (no %q)", accepted)
+	}
+	ndjson, err := os.ReadFile(committedTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := parse(ndjson)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("committed trace: %d events, accepted by TLC (sha256 %s…)", len(evs), hex.EncodeToString(func() []byte { s := sha256.Sum256(ndjson); return s[:6] }()))
+}
+
+// TestRecordCommittedTrace re-checks the committed trace with TLC, and with
+// MCP_CONFIRM_RECORD_TRACE=1 records a new one first, then rewrites the
+// committed output and sums.
+func TestRecordCommittedTrace(t *testing.T) {
+	jar := tlcJar(t)
+	if os.Getenv("MCP_CONFIRM_RECORD_TRACE") == "1" {
+		if err := os.WriteFile(committedTrace, recordConcurrent(t, "shared", 11, 8, 40), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ndjson, err := os.ReadFile(committedTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := parse(ndjson)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, out := check(t, jar, evs, concurrentStart, "shared")
+	if !ok {
+		t.Fatalf("TLC rejects the committed trace:\n%s", out)
+	}
+	if os.Getenv("MCP_CONFIRM_RECORD_TRACE") != "1" {
+		return
+	}
+	if err := os.WriteFile(committedOut, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sums()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(committedSums, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded and checked %d events", len(evs))
+}
