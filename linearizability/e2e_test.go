@@ -37,7 +37,6 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -689,20 +688,8 @@ func TestEndToEndPostgres(t *testing.T) {
 		t.Skip("set MCP_CONFIRM_POSTGRES_URL (e.g. postgres://user:pw@127.0.0.1:5432/db) to check two server replicas on one PostgreSQL end to end")
 	}
 	name := "mcp-confirm-e2e-" + randomName(t)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		pool, err := pgxpool.New(ctx, url)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer pool.Close()
-		// server.OpenStore's table and namespace for this audience.
-		if _, err := pool.Exec(ctx, "DELETE FROM "+pgledger.DefaultTable+" WHERE namespace = $1", name); err != nil {
-			t.Errorf("cleanup of namespace %s: %v", name, err)
-		}
-	})
+	// server.OpenStore's table and namespace for this audience.
+	t.Cleanup(func() { deletePostgresNamespace(t, url, pgledger.DefaultTable, name) })
 	checkEndToEndShared(t, url, name)
 }
 
