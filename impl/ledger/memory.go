@@ -100,7 +100,6 @@ func NewMemory(opts MemoryOptions) *Memory {
 // Add implements [Store].
 func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 	now := m.now()
-	e := &entry{c: c, state: Pending} // allocated before locking: a shorter critical section
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.observe != nil {
@@ -119,6 +118,7 @@ func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 	if n >= m.maxPerPrincipal {
 		return fmt.Errorf("%w: %d pending for this principal", ErrFull, n)
 	}
+	e := &entry{c: c, state: Pending}
 	m.entries[c.ID] = e
 	m.byExpiry.push(e)
 	m.pending++
