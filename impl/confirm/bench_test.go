@@ -49,21 +49,6 @@ type pathInput struct {
 	Path string `json:"path" jsonschema:"absolute path of the file to delete"`
 }
 
-// schema is the form confirm.Flow asks for: an explicit confirm=true.
-func schema() map[string]any {
-	return map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"confirm": map[string]any{
-				"type":        "boolean",
-				"title":       "Confirm",
-				"description": "Check to approve exactly the action described above.",
-			},
-		},
-		"required": []string{"confirm"},
-	}
-}
-
 func question(shownPath string) string {
 	return fmt.Sprintf("Delete the file %s (48213 bytes)? This cannot be undone.", shownPath)
 }
@@ -89,7 +74,7 @@ func bareServer() *mcp.Server {
 				InputRequests: mcp.InputRequestMap{confirm.InputID: &mcp.ElicitParams{
 					Mode:            "form",
 					Message:         question(in.Path),
-					RequestedSchema: schema(),
+					RequestedSchema: confirm.RequestedSchema(),
 				}},
 				RequestState: fmt.Sprintf("confirm.v1.%032x", n.Add(1)),
 			}, nil, nil

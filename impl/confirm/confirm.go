@@ -149,15 +149,17 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 		InputRequests: mcp.InputRequestMap{InputID: &mcp.ElicitParams{
 			Mode:            "form",
 			Message:         q.Message,
-			RequestedSchema: schema(),
+			RequestedSchema: RequestedSchema(),
 		}},
 		RequestState: statePrefix + c.ID.String(),
 	}, nil
 }
 
-// schema asks for an explicit yes: an "accept" without confirm=true (a
-// client that auto-submits an empty form) is not an approval.
-func schema() map[string]any {
+// RequestedSchema returns the form the question asks the person to fill in:
+// one required boolean, confirm. It asks for an explicit yes: an "accept"
+// without confirm=true (a client that auto-submits an empty form) is not an
+// approval.
+func RequestedSchema() map[string]any {
 	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{

@@ -187,9 +187,13 @@ func (l *Ledger) TTL() time.Duration { return l.ttl }
 // Issue records c as pending with a fresh random ID and an expiry TTL from
 // now, and returns it as stored. c.ID and c.Expires are ignored.
 func (l *Ledger) Issue(ctx context.Context, c Confirmation) (Confirmation, error) {
-	if _, err := io.ReadFull(l.rand, c.ID[:]); err != nil {
+	// Read into a local array: reading into c.ID would make all of c
+	// escape to the heap.
+	var id ID
+	if _, err := io.ReadFull(l.rand, id[:]); err != nil {
 		return Confirmation{}, fmt.Errorf("ledger: new id: %w", err)
 	}
+	c.ID = id
 	c.Expires = l.now().Add(l.ttl)
 	err := l.store.Add(ctx, c)
 	l.emit(ActionIssue, c.ID, err)
