@@ -217,10 +217,7 @@ cases.push({
     const ans = answerer(ACCEPT);
     const legacy = newClient(LEGACY, ans);
     await connect(ctx, legacy, LEGACY, 'http', root, { server: srv });
-    const res = await legacy.request({
-      method: 'tools/call',
-      params: { name: 'delete_file', arguments: { path: root.target }, inputResponses: { confirm: ACCEPT }, requestState: state },
-    });
+    const res = await replay(legacy, root, state);
     wantToolError(res, 'already used');
     root.wantUntouched();
     want(ans.asked.length === 0, `the legacy client was asked ${ans.asked.length} times, want 0`);
@@ -247,10 +244,7 @@ cases.push({
     const ans = answerer(ACCEPT);
     const legacy = newClient(LEGACY, ans);
     await connect(ctx, legacy, LEGACY, 'stdio', root, { args });
-    const res = await legacy.request({
-      method: 'tools/call',
-      params: { name: 'delete_file', arguments: { path: root.target }, inputResponses: { confirm: ACCEPT }, requestState: state },
-    });
+    const res = await replay(legacy, root, state);
     wantToolError(res, 'no record of this confirmation');
     root.wantUntouched();
     want(ans.asked.length === 0, `the legacy client was asked ${ans.asked.length} times, want 0`);
@@ -259,3 +253,12 @@ cases.push({
 });
 
 await runCases(NAME, cases);
+
+// replay presents a captured requestState, with an approval, on a client's
+// own connection: what a client replaying a spent approval sends.
+function replay(client, root, state) {
+  return client.request({
+    method: 'tools/call',
+    params: { name: 'delete_file', arguments: { path: root.target }, inputResponses: { confirm: ACCEPT }, requestState: state },
+  });
+}
