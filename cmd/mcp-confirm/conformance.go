@@ -12,7 +12,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -26,25 +25,12 @@ const fixtureDone = "state-ok: the approved no-op action ran."
 
 // newServer assembles the server and registers the fixture tools on it.
 func newServer(opts server.Options) (*server.Server, error) {
-	if opts.Store == nil {
-		// One store for delete_file and the fixtures: the fixtures' ledger is
-		// the server's ledger, not a second one.
-		opts.Store = ledger.NewMemory(ledger.MemoryOptions{Now: opts.Now})
-	}
 	srv, err := server.New(opts)
 	if err != nil {
 		return nil, err
 	}
-	l, err := ledger.New(opts.Store, ledger.Options{TTL: opts.TTL, Now: opts.Now})
-	if err != nil {
-		srv.Close()
-		return nil, fmt.Errorf("conformance: %w", err)
-	}
-	flow, err := confirm.New(confirm.Options{Ledger: l, Logger: opts.Logger})
-	if err != nil {
-		srv.Close()
-		return nil, fmt.Errorf("conformance: %w", err)
-	}
+	// The fixtures run on the server's own flow, ledger and boundary.
+	flow := srv.Flow()
 	// The tool names the suite's scenarios call.
 	fixtures := []string{
 		"test_input_required_result_request_state",  // input-required-result-request-state

@@ -61,6 +61,7 @@ type Options struct {
 // Server is an assembled mcp-confirm server.
 type Server struct {
 	mcp  *mcp.Server
+	flow *confirm.Flow
 	tool *filetool.Tool
 }
 
@@ -112,11 +113,15 @@ func New(opts Options) (*Server, error) {
 	// every requestState that crosses the wire is sealed and verified.
 	s.AddReceivingMiddleware(boundary.Middleware())
 	tool.Register(s)
-	return &Server{mcp: s, tool: tool}, nil
+	return &Server{mcp: s, flow: flow, tool: tool}, nil
 }
 
 // MCP returns the go-sdk server, to run over any transport.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Flow returns the confirmation flow delete_file runs on — the server's own
+// ledger — so further confirmed tools registered on MCP() share it.
+func (s *Server) Flow() *confirm.Flow { return s.flow }
 
 // Close releases the roots.
 func (s *Server) Close() error { return s.tool.Close() }
