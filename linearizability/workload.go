@@ -208,7 +208,6 @@ func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Ra
 			Tool:       "linearizability",
 			ArgsDigest: "-",
 			Principal:  principal,
-			Shown:      "race?",
 			// Keeps its monotonic reading, so that an in-process store
 			// and the recorder compare it on the same clock.
 			Expires: time.Now().Add(ttl),

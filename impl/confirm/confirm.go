@@ -135,7 +135,6 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 		Tool:       b.Target,
 		ArgsDigest: b.ArgsDigest,
 		Principal:  b.Principal,
-		Shown:      q.Message,
 		Subject:    q.Subject,
 	})
 	if err != nil {
@@ -145,6 +144,8 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 		}
 		return refusal("The confirmation ledger is unavailable, so the action was refused. Nothing was done."), nil
 	}
+	// The audit record of what was asked: the ledger keeps only bindings.
+	f.log.Info("confirm: asked", "id", c.ID, "tool", b.Target, "question", q.Message)
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{InputID: &mcp.ElicitParams{
 			Mode:            "form",

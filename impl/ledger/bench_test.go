@@ -21,28 +21,26 @@ import (
 // representative returns the i-th confirmation as the delete_file flow
 // records it, every string freshly allocated as a decoded request's would
 // be: tool "delete_file" (11 bytes), a hex SHA-256 argument digest (64), a
-// 23-byte principal shared by 100 confirmations each, the question as
-// impl/filetool words it (102) and the file identity as it encodes it (82):
-// 282 bytes of payload.
+// 23-byte principal shared by 100 confirmations each, and the file identity
+// as impl/filetool encodes it (82): 180 bytes of payload.
 func representative(i int) ledger.Confirmation {
 	sum := sha256.Sum256([]byte(fmt.Sprint(i)))
 	return ledger.Confirmation{
 		Tool:       strings.Clone("delete_file"),
 		ArgsDigest: hex.EncodeToString(sum[:]),
 		Principal:  fmt.Sprintf("user-%06d@example.com", i/100),
-		Shown:      fmt.Sprintf("Delete the file «\u2068/srv/data/reports/2026/q3-%08d.pdf\u2069» (48213 bytes)? This cannot be undone.", i),
 		Subject:    fmt.Sprintf(`{"dev":2049,"ino":%08d,"mode":420,"mtime_ns":1780000000123456789,"size":48213}`, i),
 	}
 }
 
 func payload(c ledger.Confirmation) int {
-	return len(c.Tool) + len(c.ArgsDigest) + len(c.Principal) + len(c.Shown) + len(c.Subject)
+	return len(c.Tool) + len(c.ArgsDigest) + len(c.Principal) + len(c.Subject)
 }
 
 func TestRepresentativeSizes(t *testing.T) {
 	c := representative(123456)
-	got := [...]int{len(c.Tool), len(c.ArgsDigest), len(c.Principal), len(c.Shown), len(c.Subject)}
-	if want := [...]int{11, 64, 23, 102, 82}; got != want {
+	got := [...]int{len(c.Tool), len(c.ArgsDigest), len(c.Principal), len(c.Subject)}
+	if want := [...]int{11, 64, 23, 82}; got != want {
 		t.Fatalf("field sizes %v, want %v (the documented sizes)", got, want)
 	}
 }

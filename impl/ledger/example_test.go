@@ -16,9 +16,10 @@ func Example() {
 	}
 	// Ask: record what the person is being asked to approve.
 	c, err := l.Issue(ctx, ledger.Confirmation{
-		Tool:    "transfer",
-		Shown:   "Transfer £500 to «Bob»?",
-		Subject: "account:42",
+		Tool:       "transfer",
+		ArgsDigest: "to=Bob amount=500GBP",
+		Principal:  "alice",
+		Subject:    "account:42",
 	})
 	if err != nil {
 		panic(err)

@@ -102,15 +102,19 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", uint8(s))
 }
 
-// A Confirmation is one question put to a person, and what it was about.
+// A Confirmation is one question put to a person: what its approval binds.
 // Every field but ID and Expires is opaque to the ledger: the caller decides
 // what it binds and compares it after redemption.
+//
+// The question's wording is not kept: the ledger holds what the caller must
+// compare before acting, and forgets it at expiry plus grace, so it is no
+// audit record (log the question where it is asked, as impl/confirm does).
+// Keeping only the bindings keeps a pending confirmation small.
 type Confirmation struct {
 	ID         ID
 	Tool       string    // the tool (or prompt, or resource) the approval is for
 	ArgsDigest string    // digest of the call's canonical arguments
 	Principal  string    // who was asked; caps are counted per principal
-	Shown      string    // the question exactly as shown to the person
 	Subject    string    // identity of the object to act on (e.g. a file's device, inode, size, mtime)
 	Expires    time.Time // after this instant the confirmation cannot be redeemed
 }

@@ -22,15 +22,15 @@ func BenchmarkIssueRedeem(b *testing.B) {
 	ledgertest.BenchmarkOp(b, "floor", func() error {
 		id := ledgertest.NewID(b)
 		if _, err := p.Exec(ctx, `INSERT INTO `+pgledger.DefaultTable+`
-			(namespace, id, state, tool, args_digest, principal, shown, subject, expires_at, expires_ns)
-			VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, 0)`,
+			(namespace, id, state, tool, args_digest, principal, subject, expires_at, expires_ns)
+			VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, 0)`,
 			ns, id[:], []byte(proto.Tool), []byte(proto.ArgsDigest), []byte(proto.Principal),
-			[]byte(proto.Shown), []byte(proto.Subject), proto.Expires); err != nil {
+			[]byte(proto.Subject), proto.Expires); err != nil {
 			return err
 		}
-		var tool, args, principal, shown, subject []byte
+		var tool, args, principal, subject []byte
 		return p.QueryRow(ctx, `DELETE FROM `+pgledger.DefaultTable+` WHERE namespace = $1 AND id = $2
-			RETURNING tool, args_digest, principal, shown, subject`, ns, id[:]).
-			Scan(&tool, &args, &principal, &shown, &subject)
+			RETURNING tool, args_digest, principal, subject`, ns, id[:]).
+			Scan(&tool, &args, &principal, &subject)
 	})
 }

@@ -48,8 +48,8 @@
 // replication.
 //
 // Growth: one row per Add (measured: about 180 bytes of table and 105 of
-// index for short fields and a 34-byte namespace; a long Shown question
-// adds its length), kept until a sweep after its expiry plus grace: at
+// index for short fields and a 34-byte namespace; long fields add their
+// length), kept until a sweep after its expiry plus grace: at
 // most the issue rate times (TTL + Grace + SweepEvery), plus the dead
 // tuples autovacuum has not yet reclaimed. There is no cap on pending rows
 // (the in-memory store has one): rate-limit principals before Issue. Only
@@ -119,7 +119,7 @@ type Store struct {
 	now        func() time.Time
 	lastSweep  atomic.Int64 // unix nanoseconds on now's clock
 
-	createSQL, indexSQL, addSQL, spendSQL, classifySQL, sweepSQL string
+	createSQL, indexSQL, staleSQL, addSQL, spendSQL, classifySQL, sweepSQL string
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -175,18 +175,19 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	tool        bytea       NOT NULL,
 	args_digest bytea       NOT NULL,
 	principal   bytea       NOT NULL,
-	shown       bytea       NOT NULL,
 	subject     bytea       NOT NULL,
 	expires_at  timestamptz NOT NULL, -- Expires rounded up to the microsecond
 	expires_ns  smallint    NOT NULL CHECK (expires_ns BETWEEN 0 AND 999), -- nanoseconds the rounding added
 	PRIMARY KEY (namespace, id)
 ) WITH (fillfactor = 90) -- room for HOT updates of state`
+	s.staleSQL = `SELECT EXISTS (SELECT 1 FROM pg_attribute
+WHERE attrelid = to_regclass($1) AND attname = 'shown' AND NOT attisdropped)`
 	s.indexSQL = `CREATE INDEX IF NOT EXISTS ` + index + ` ON ` + t + ` (namespace, expires_at)`
-	s.addSQL = `INSERT INTO ` + t + ` (namespace, id, state, tool, args_digest, principal, shown, subject, expires_at, expires_ns)
-VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING`
+	s.addSQL = `INSERT INTO ` + t + ` (namespace, id, state, tool, args_digest, principal, subject, expires_at, expires_ns)
+VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`
 	s.spendSQL = `UPDATE ` + t + ` SET state = $3
 WHERE namespace = $1 AND id = $2 AND state = 'pending' AND expires_at > now()
-RETURNING tool, args_digest, principal, shown, subject, expires_at, expires_ns`
+RETURNING tool, args_digest, principal, subject, expires_at, expires_ns`
 	s.classifySQL = `SELECT state, expires_at > now() FROM ` + t + ` WHERE namespace = $1 AND id = $2`
 	s.sweepSQL = `DELETE FROM ` + t + ` WHERE namespace = $1 AND expires_at < now() - $2::bigint * interval '1 microsecond'`
 	return s, nil
@@ -306,6 +307,18 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return fmt.Errorf("pgledger: migrate: %w", err)
 		}
 	}
+	// Tables made before the ledger stopped keeping the question's wording
+	// have a NOT NULL column "shown" that inserts no longer fill. Checked
+	// first so that an up-to-date table is never locked exclusively.
+	var stale bool
+	if err := tx.QueryRow(ctx, s.staleSQL, s.table).Scan(&stale); err != nil {
+		return fmt.Errorf("pgledger: migrate: %w", err)
+	}
+	if stale {
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+s.table+` DROP COLUMN shown`); err != nil {
+			return fmt.Errorf("pgledger: migrate: drop column shown: %w", err)
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgledger: migrate: %w", err)
 	}
@@ -350,7 +363,7 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 	}
 	at, ns := ceilMicro(c.Expires)
 	tag, err := s.pool.Exec(ctx, s.addSQL, s.ns, c.ID[:],
-		[]byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Shown), []byte(c.Subject), at, ns)
+		[]byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject), at, ns)
 	if err != nil {
 		return fmt.Errorf("pgledger: add %s: %w", c.ID, err)
 	}
@@ -369,14 +382,14 @@ func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledge
 		return ledger.Confirmation{}, errClosed
 	}
 	c := ledger.Confirmation{ID: id}
-	var tool, args, principal, shown, subject []byte
+	var tool, args, principal, subject []byte
 	var at time.Time
 	var ns int16
 	err := s.pool.QueryRow(ctx, s.spendSQL, s.ns, id[:], to.String()).
-		Scan(&tool, &args, &principal, &shown, &subject, &at, &ns)
+		Scan(&tool, &args, &principal, &subject, &at, &ns)
 	switch {
 	case err == nil:
-		c.Tool, c.ArgsDigest, c.Principal, c.Shown, c.Subject = string(tool), string(args), string(principal), string(shown), string(subject)
+		c.Tool, c.ArgsDigest, c.Principal, c.Subject = string(tool), string(args), string(principal), string(subject)
 		c.Expires = at.Add(-time.Duration(ns))
 		return c, nil
 	case !errors.Is(err, pgx.ErrNoRows):

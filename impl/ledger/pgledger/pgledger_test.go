@@ -229,6 +229,64 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 }
 
+// TestMigrateDropsShown upgrades a table made by an earlier version, which
+// kept the question's wording in a NOT NULL column "shown": Migrate drops
+// the column, keeps the rows, and the store then adds and spends.
+func TestMigrateDropsShown(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	table := "mcp_confirm_test_" + random(t)
+	t.Cleanup(func() {
+		if _, err := p.Exec(context.Background(), `DROP TABLE IF EXISTS `+table); err != nil {
+			t.Error(err)
+		}
+	})
+	old := ledgertest.Fresh(t)
+	if _, err := p.Exec(ctx, `CREATE TABLE `+table+` (
+	namespace text NOT NULL, id bytea NOT NULL, state text NOT NULL,
+	tool bytea NOT NULL, args_digest bytea NOT NULL, principal bytea NOT NULL,
+	shown bytea NOT NULL, subject bytea NOT NULL,
+	expires_at timestamptz NOT NULL, expires_ns smallint NOT NULL,
+	PRIMARY KEY (namespace, id))`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, `INSERT INTO `+table+` VALUES ('ns', $1, 'pending', $2, $3, $4, 'Delete?', $5, $6, 0)`,
+		old.ID[:], []byte(old.Tool), []byte(old.ArgsDigest), []byte(old.Principal), []byte(old.Subject), old.Expires); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, p, pgledger.Options{Table: table, Namespace: "ns"})
+	columns := func() int {
+		var n int
+		if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_attribute
+			WHERE attrelid = $1::regclass AND attname = 'shown' AND NOT attisdropped`, table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if columns() != 1 {
+		t.Fatal("setup: no column shown")
+	}
+	for range 2 { // the second Migrate finds nothing to do
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate: %v", err)
+		}
+		if n := columns(); n != 0 {
+			t.Fatalf("column shown still there after Migrate")
+		}
+	}
+	got, err := s.Spend(ctx, old.ID, ledger.Redeemed)
+	if err != nil || got.Tool != old.Tool || got.Subject != old.Subject {
+		t.Fatalf("Spend of the row made before the upgrade = %+v, %v", got, err)
+	}
+	conf := ledgertest.Fresh(t)
+	if err := s.Add(ctx, conf); err != nil {
+		t.Fatalf("Add after the upgrade: %v", err)
+	}
+	if _, err := s.Spend(ctx, conf.ID, ledger.Redeemed); err != nil {
+		t.Fatalf("Spend after the upgrade: %v", err)
+	}
+}
+
 // TestOptions checks that New validates.
 func TestOptions(t *testing.T) {
 	p, err := pgxpool.New(context.Background(), "postgres://127.0.0.1:1/none")

@@ -20,7 +20,7 @@ func BenchmarkIssueRedeem(b *testing.B) {
 	ledgertest.BenchmarkIssueRedeem(b, newStore(b, c, redisledger.Options{Namespace: ns}))
 
 	proto := ledgertest.Fresh(b)
-	value := proto.Tool + proto.ArgsDigest + proto.Principal + proto.Shown + proto.Subject
+	value := proto.Tool + proto.ArgsDigest + proto.Principal + proto.Subject
 	var n atomic.Int64
 	ledgertest.BenchmarkOp(b, "floor", func() error {
 		key := ns + "floor:" + strconv.FormatInt(n.Add(1), 10)

@@ -27,7 +27,7 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	c, err := l.Issue(ctx, ledger.Confirmation{Tool: "delete_file", Principal: "alice", Shown: "Delete report.txt?"})
+	c, err := l.Issue(ctx, ledger.Confirmation{Tool: "delete_file", Principal: "alice", Subject: "report.txt"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -42,8 +42,8 @@
 // (maxmemory) is safe in the same way.
 //
 // Memory: every Add costs one hash that lives until Expires+Grace, whatever
-// its state (MEMORY USAGE reports about 420 bytes for short fields; a long
-// Shown question adds its length), plus one sorted-set member while it is
+// its state (MEMORY USAGE reports about 420 bytes for short fields; long
+// fields add their length), plus one sorted-set member while it is
 // pending.
 // MaxPending bounds the pending confirmations of a namespace; it does not
 // bound spent ones, which are at most the spend rate times (TTL + Grace).
@@ -254,13 +254,12 @@ const (
 	fTool      = "tool"      // the Confirmation's fields, verbatim
 	fArgs      = "args"      //
 	fPrincipal = "principal" //
-	fShown     = "shown"     //
 	fSubject   = "subject"   //
 )
 
 // addScript adds a pending entry if its key is free and the namespace has
 // room. KEYS: entry, pending set. ARGV: nonce, exp (µs), key deadline (ms),
-// max pending, member, expires, tool, args, principal, shown, subject.
+// max pending, member, expires, tool, args, principal, subject.
 // Returns 1 (added), 0 (exists) or -1 (full).
 var addScript = redis.NewScript(`
 local by = redis.call('HGET', KEYS[1], 'add')
@@ -276,7 +275,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
 redis.call('HSET', KEYS[1], 'state', 'pending', 'exp', ARGV[2], 'add', ARGV[1],
   'expires', ARGV[6], 'tool', ARGV[7], 'args', ARGV[8], 'principal', ARGV[9],
-  'shown', ARGV[10], 'subject', ARGV[11])
+  'subject', ARGV[10])
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 if tonumber(ARGV[2]) > now then
   redis.call('ZADD', KEYS[2], ARGV[2], ARGV[5])
@@ -289,14 +288,14 @@ return 1
 
 // spendScript is the compare-and-set. KEYS: entry, pending set. ARGV:
 // target state, nonce, member. Returns the entry's fields (expires, tool,
-// args, principal, shown, subject) on success, else a code: 0 unknown,
+// args, principal, subject) on success, else a code: 0 unknown,
 // 1 expired, 2 redeemed, 3 cancelled.
 var spendScript = redis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 'state', 'exp', 'by')
 local state = v[1]
 if not state then return 0 end -- never added, or gone at Expires+Grace
 local function fields()
-  return redis.call('HMGET', KEYS[1], 'expires', 'tool', 'args', 'principal', 'shown', 'subject')
+  return redis.call('HMGET', KEYS[1], 'expires', 'tool', 'args', 'principal', 'subject')
 end
 if state == ARGV[1] and v[3] == ARGV[2] then return fields() end -- a client retry of this very Spend
 local t = redis.call('TIME')
@@ -327,7 +326,7 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 	}
 	res, err := addScript.Run(ctx, s.client, []string{s.key(c.ID), s.pendingKey},
 		nonce, ceilMicro(c.Expires), keyDeadline(c.Expires.Add(s.grace)), s.maxPending, c.ID.String(),
-		expires, c.Tool, c.ArgsDigest, c.Principal, c.Shown, c.Subject).Int64()
+		expires, c.Tool, c.ArgsDigest, c.Principal, c.Subject).Int64()
 	if err != nil {
 		return fmt.Errorf("redisledger: add %s: %w", c.ID, err)
 	}
@@ -383,10 +382,10 @@ func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, nonce 
 
 // decode rebuilds a confirmation from the spend script's reply.
 func decode(id ledger.ID, vals []any) (ledger.Confirmation, error) {
-	if len(vals) != 6 {
-		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: reply has %d fields, want 6", id, len(vals))
+	if len(vals) != 5 {
+		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: reply has %d fields, want 5", id, len(vals))
 	}
-	var f [6]string
+	var f [5]string
 	for i, v := range vals {
 		s, ok := v.(string)
 		if !ok {
@@ -394,7 +393,7 @@ func decode(id ledger.ID, vals []any) (ledger.Confirmation, error) {
 		}
 		f[i] = s
 	}
-	c := ledger.Confirmation{ID: id, Tool: f[1], ArgsDigest: f[2], Principal: f[3], Shown: f[4], Subject: f[5]}
+	c := ledger.Confirmation{ID: id, Tool: f[1], ArgsDigest: f[2], Principal: f[3], Subject: f[4]}
 	if err := c.Expires.UnmarshalBinary([]byte(f[0])); err != nil {
 		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: expiry: %w", id, err)
 	}
