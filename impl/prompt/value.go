@@ -46,6 +46,14 @@ func Value(s string, opts Options) string {
 // columns, in one pass: the tail (file name and extension) gets two thirds of the
 // room, the head what the tail leaves.
 func truncate(q string, maxWidth int) string {
+	if len(q) <= maxWidth && printableASCII(q) {
+		return q // one column per byte: it fits (the usual short path)
+	}
+	return cut(q, maxWidth)
+}
+
+// cut is truncate without the shortcut.
+func cut(q string, maxWidth int) string {
 	budget := maxWidth - uniseg.StringWidth(ellipsis)
 	tailBudget := budget - budget/3
 	type cut struct{ at, width int } // an offset in q and the columns before it
@@ -75,6 +83,17 @@ func truncate(q string, maxWidth int) string {
 		}
 	}
 	return q[:head.at] + ellipsis + q[tail.at:]
+}
+
+// printableASCII reports whether every byte of s is in ' '..'~'. Each such
+// byte is a grapheme cluster of its own, one column wide.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // atoms yields the pieces of quoted text q that truncation keeps or drops whole,
