@@ -223,13 +223,60 @@ func approved(r mcp.InputResponse) bool {
 
 // canElicit reports whether the client declared form elicitation.
 func canElicit(req *mcp.CallToolRequest) bool {
-	caps := req.ClientCapabilities()
-	if caps == nil || caps.Elicitation == nil {
+	e, ok := metaElicitation(req)
+	if !ok {
+		caps := req.ClientCapabilities()
+		if caps == nil {
+			return false
+		}
+		e = caps.Elicitation
+	}
+	if e == nil {
 		return false
 	}
 	// An empty elicitation capability means form mode (the spec's default).
-	e := caps.Elicitation
 	return e.Form != nil || e.URL == nil
+}
+
+// metaElicitation reads the elicitation capability (nil if none) that a
+// 2026-07-28 request declares in its _meta, when that has the shape decoded
+// JSON has. ok is false when the request has no such _meta, or another
+// shape: then req.ClientCapabilities decides. That reads the same value,
+// but re-encodes all of _meta's capabilities as JSON and decodes them, at
+// about 17 µs a call (BENCHMARKS.md); it also ignores them all if any other
+// capability is malformed, where this reads elicitation alone.
+func metaElicitation(req *mcp.CallToolRequest) (_ *mcp.ElicitationCapabilities, ok bool) {
+	if req.Params == nil {
+		return nil, false
+	}
+	caps, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	raw := caps["elicitation"]
+	if raw == nil {
+		return nil, true
+	}
+	modes, ok := raw.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	var e mcp.ElicitationCapabilities
+	switch modes["form"].(type) {
+	case nil:
+	case map[string]any:
+		e.Form = &mcp.FormElicitationCapabilities{}
+	default:
+		return nil, false
+	}
+	switch modes["url"].(type) {
+	case nil:
+	case map[string]any:
+		e.URL = &mcp.URLElicitationCapabilities{}
+	default:
+		return nil, false
+	}
+	return &e, true
 }
 
 func (f *Flow) spendRefusal(err error) *mcp.CallToolResult {
