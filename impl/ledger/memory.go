@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 )
@@ -38,9 +39,13 @@ type MemoryOptions struct {
 // expiry order. Pending confirmations are capped, so a flood of
 // never-answered questions holds memory flat at the cap. Redeemed and
 // cancelled ones are not capped: each is remembered until its expiry plus
-// grace (11 minutes after issue with the defaults), so memory also holds
-// every confirmation answered within that window — about 500 bytes each
-// with a typical question (BENCHMARKS.md).
+// grace (11 minutes after issue with the defaults), so that a replay reads
+// as spent; a spent entry keeps only its id, expiry and state.
+//
+// Memory (BENCHMARKS.md): a pending confirmation costs its fields (Tool,
+// ArgsDigest and Subject copied into one allocation; Principal kept once
+// per principal) plus about 130 bytes: 290 bytes with a typical 180-byte
+// payload. A spent one still remembered costs about 115 bytes.
 //
 // It does not survive a restart and is not shared between processes: use a
 // shared store (Redis, PostgreSQL) behind a load balancer.
@@ -50,16 +55,52 @@ type Memory struct {
 	now                         func() time.Time
 	observe                     func(context.Context, Event)
 
+	// epoch is the store clock's reading at NewMemory; expiries are kept
+	// as offsets from it, which keeps the monotonic clock's ordering in 8
+	// bytes rather than a 24-byte time.Time.
+	epoch time.Time
+
 	mu           sync.Mutex
 	entries      map[ID]*entry
-	byExpiry     expiryQueue    // every entry, soonest expiry first
-	pending      int            // entries in state Pending (expired or not)
-	perPrincipal map[string]int // pending entries per principal
+	byExpiry     expiryQueue           // every entry, soonest expiry first
+	pending      int                   // entries in state Pending (expired or not)
+	perPrincipal map[string]*principal // principals of remembered entries
 }
 
+// An entry is one confirmation. While it is pending, fields holds Tool,
+// ArgsDigest and Subject back to back (the lengths of the first two in
+// toolLen and argsLen); once spent, fields is dropped: a replay needs only
+// the id, the expiry and the state.
 type entry struct {
-	c     Confirmation
-	state State
+	id        ID
+	expires   time.Duration // Expires as an offset from the store's epoch
+	state     State
+	toolLen   uint32
+	argsLen   uint32
+	fields    string
+	principal *principal
+}
+
+// principal holds one principal's name once for all its entries, and
+// counts them: pending ones for the cap, all remembered ones to know when
+// to forget it. Keeping it while its spent entries are remembered spares
+// a principal who asks and answers in turn an allocation per question.
+type principal struct {
+	name          string
+	pending, refs int
+}
+
+// confirmation rebuilds the Confirmation of a pending entry.
+func (m *Memory) confirmation(e *entry) Confirmation {
+	tool, rest := e.fields[:e.toolLen], e.fields[e.toolLen:]
+	return Confirmation{
+		ID:         e.id,
+		Tool:       tool,
+		ArgsDigest: rest[:e.argsLen],
+		Principal:  e.principal.name,
+		Subject:    rest[e.argsLen:],
+		Expires:    m.epoch.Add(e.expires),
+	}
 }
 
 var _ Store = (*Memory)(nil)
@@ -80,7 +121,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 		now:             opts.Now,
 		observe:         opts.Observe,
 		entries:         make(map[ID]*entry),
-		perPrincipal:    make(map[string]int),
+		perPrincipal:    make(map[string]*principal),
 	}
 	if m.maxPending <= 0 {
 		m.maxPending = DefaultMaxPending
@@ -94,18 +135,38 @@ func NewMemory(opts MemoryOptions) *Memory {
 	if m.now == nil {
 		m.now = time.Now
 	}
+	m.epoch = m.now()
 	return m
 }
 
+// maxOffset bounds how far from the store's epoch an expiry may be.
+const maxOffset = 100 * 365 * 24 * time.Hour
+
 // Add implements [Store].
 func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
+	if uint64(len(c.Tool)) > math.MaxUint32 || uint64(len(c.ArgsDigest)) > math.MaxUint32 {
+		return fmt.Errorf("ledger: add %s: field longer than 4 GiB", c.ID)
+	}
+	// Bounded so that offsets, and differences of offsets, never overflow.
+	expires := c.Expires.Sub(m.epoch)
+	if expires > maxOffset || expires < -maxOffset {
+		return fmt.Errorf("ledger: add %s: expiry %v is more than 100 years from the store's clock", c.ID, c.Expires)
+	}
+	// Built outside the lock.
+	e := &entry{
+		id:      c.ID,
+		expires: expires,
+		toolLen: uint32(len(c.Tool)),
+		argsLen: uint32(len(c.ArgsDigest)),
+		fields:  c.Tool + c.ArgsDigest + c.Subject,
+	}
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.observe != nil {
 		defer func() { m.observe(ctx, Event{Time: now, Action: ActionIssue, ID: c.ID, Result: ResultOf(err)}) }()
 	}
-	m.sweep(now)
+	m.sweep(now.Sub(m.epoch))
 	if _, ok := m.entries[c.ID]; ok {
 		return fmt.Errorf("%w: %s", ErrExists, c.ID)
 	}
@@ -114,15 +175,20 @@ func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 	if m.pending >= m.maxPending {
 		return fmt.Errorf("%w: %d pending", ErrFull, m.pending)
 	}
-	n := m.perPrincipal[c.Principal]
-	if n >= m.maxPerPrincipal {
-		return fmt.Errorf("%w: %d pending for this principal", ErrFull, n)
+	p := m.perPrincipal[c.Principal]
+	if p == nil {
+		p = &principal{name: c.Principal}
+		m.perPrincipal[c.Principal] = p
 	}
-	e := &entry{c: c, state: Pending}
+	if p.pending >= m.maxPerPrincipal {
+		return fmt.Errorf("%w: %d pending for this principal", ErrFull, p.pending)
+	}
+	e.principal = p
 	m.entries[c.ID] = e
 	m.byExpiry.push(e)
 	m.pending++
-	m.perPrincipal[c.Principal] = n + 1
+	p.pending++
+	p.refs++
 	return nil
 }
 
@@ -141,21 +207,23 @@ func (m *Memory) Spend(ctx context.Context, id ID, to State) (_ Confirmation, er
 		}
 		defer func() { m.observe(ctx, Event{Time: now, Action: action, ID: id, Result: ResultOf(err)}) }()
 	}
-	m.sweep(now)
+	at := now.Sub(m.epoch)
+	m.sweep(at)
 	e, ok := m.entries[id]
 	switch {
 	case !ok:
 		return Confirmation{}, ErrUnknown
-	case !now.Before(e.c.Expires):
+	case at >= e.expires:
 		return Confirmation{}, ErrExpired
 	case e.state == Redeemed:
 		return Confirmation{}, ErrSpent
 	case e.state == Cancelled:
 		return Confirmation{}, ErrCancelled
 	}
+	c := m.confirmation(e)
 	e.state = to
 	m.release(e)
-	return e.c, nil
+	return c, nil
 }
 
 // Len reports how many confirmations the store remembers, and how many of
@@ -166,28 +234,30 @@ func (m *Memory) Len() (remembered, pending int) {
 	return len(m.entries), m.pending
 }
 
-// release forgets that e counts against the pending caps.
+// release forgets the fields of the pending entry e and that it counts
+// against the pending caps.
 func (m *Memory) release(e *entry) {
 	m.pending--
-	p := e.c.Principal
-	if n := m.perPrincipal[p] - 1; n > 0 {
-		m.perPrincipal[p] = n
-	} else {
-		delete(m.perPrincipal, p)
-	}
+	e.principal.pending--
+	e.fields = ""
 }
 
-// sweep forgets every entry whose expiry plus grace is not after now.
-func (m *Memory) sweep(now time.Time) {
+// sweep forgets every entry whose expiry plus grace is not after now (an
+// offset from the epoch).
+func (m *Memory) sweep(now time.Duration) {
 	for {
 		e := m.byExpiry.peek()
-		if e == nil || now.Before(e.c.Expires.Add(m.grace)) {
+		if e == nil || now < e.expires || now-e.expires < m.grace {
 			return
 		}
 		m.byExpiry.pop()
-		delete(m.entries, e.c.ID)
+		delete(m.entries, e.id)
 		if e.state == Pending {
 			m.release(e)
+		}
+		p := e.principal
+		if p.refs--; p.refs == 0 {
+			delete(m.perPrincipal, p.name)
 		}
 	}
 }
@@ -203,7 +273,7 @@ type expiryQueue struct {
 }
 
 func (q *expiryQueue) push(e *entry) {
-	if n := len(q.fifo); n == q.head || !e.c.Expires.Before(q.fifo[n-1].c.Expires) {
+	if n := len(q.fifo); n == q.head || e.expires >= q.fifo[n-1].expires {
 		q.fifo = append(q.fifo, e)
 		return
 	}
@@ -216,7 +286,7 @@ func (q *expiryQueue) peek() *entry {
 	if q.head < len(q.fifo) {
 		e = q.fifo[q.head]
 	}
-	if len(q.late) > 0 && (e == nil || q.late[0].c.Expires.Before(e.c.Expires)) {
+	if len(q.late) > 0 && (e == nil || q.late[0].expires < e.expires) {
 		e = q.late[0]
 	}
 	return e
@@ -224,7 +294,7 @@ func (q *expiryQueue) peek() *entry {
 
 // pop removes the entry peek returns.
 func (q *expiryQueue) pop() {
-	if q.head == len(q.fifo) || (len(q.late) > 0 && q.late[0].c.Expires.Before(q.fifo[q.head].c.Expires)) {
+	if q.head == len(q.fifo) || (len(q.late) > 0 && q.late[0].expires < q.fifo[q.head].expires) {
 		heap.Pop(&q.late)
 		return
 	}
@@ -245,7 +315,7 @@ func (q *expiryQueue) pop() {
 type expiryHeap []*entry
 
 func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].c.Expires.Before(h[j].c.Expires) }
+func (h expiryHeap) Less(i, j int) bool { return h[i].expires < h[j].expires }
 func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(*entry)) }
 func (h *expiryHeap) Pop() any {

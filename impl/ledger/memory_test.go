@@ -154,3 +154,50 @@ func TestParseID(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryExpiryRange checks that an expiry the store cannot represent
+// (more than 100 years from its clock) is refused with a plain error, and
+// leaves the store unchanged, while one just inside the range round-trips.
+func TestMemoryExpiryRange(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	m := ledger.NewMemory(ledger.MemoryOptions{Now: clock.Now})
+	year := 365 * 24 * time.Hour
+	for _, tc := range []struct {
+		expires time.Time
+		ok      bool
+	}{
+		{clock.t.Add(99 * year), true},
+		{clock.t.Add(-99 * year), true},
+		{clock.t.Add(101 * year), false},
+		{clock.t.Add(-101 * year), false},
+		{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), false},
+		{time.Time{}, false},
+	} {
+		c := ledgertest.Fresh(t)
+		c.Expires = tc.expires
+		err := m.Add(ctx, c)
+		if (err == nil) != tc.ok {
+			t.Fatalf("Add with expiry %v: %v, want ok=%v", tc.expires, err, tc.ok)
+		}
+		if !tc.ok {
+			if errors.Is(err, ledger.ErrFull) || errors.Is(err, ledger.ErrExists) {
+				t.Fatalf("Add with expiry %v: %v, want a plain error", tc.expires, err)
+			}
+			if _, err := m.Spend(ctx, c.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrUnknown) {
+				t.Fatalf("refused Add left something behind: Spend = %v", err)
+			}
+			continue
+		}
+		got, err := m.Spend(ctx, c.ID, ledger.Cancelled)
+		switch {
+		case tc.expires.Before(clock.t):
+			// Past its expiry plus grace: swept by the Spend itself.
+			if !errors.Is(err, ledger.ErrUnknown) {
+				t.Fatalf("Spend of a confirmation expired long ago: %v, want ErrUnknown", err)
+			}
+		case err != nil || !got.Expires.Equal(tc.expires):
+			t.Fatalf("Spend = %v (expires %v), %v; want expires %v", got.ID, got.Expires, err, tc.expires)
+		}
+	}
+}
