@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -199,5 +200,65 @@ func TestMemoryExpiryRange(t *testing.T) {
 		case err != nil || !got.Expires.Equal(tc.expires):
 			t.Fatalf("Spend = %v (expires %v), %v; want expires %v", got.ID, got.Expires, err, tc.expires)
 		}
+	}
+}
+
+// TestMemoryCapsConcurrent issues from many goroutines at once: exactly
+// the caps' worth of questions must be accepted, never more, and a spent
+// one frees its slot for the next.
+func TestMemoryCapsConcurrent(t *testing.T) {
+	ctx := context.Background()
+	const maxPending, perPrincipal, goroutines = 100, 30, 16
+	m := ledger.NewMemory(ledger.MemoryOptions{MaxPending: maxPending, MaxPendingPerPrincipal: perPrincipal})
+	l, err := ledger.New(m, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	principals := []string{"alice", "bob", "carol", "dave", "erin"} // 5 × 30 > 100
+	var mu sync.Mutex
+	accepted := map[string][]ledger.ID{}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range 200 {
+				p := principals[(g+i)%len(principals)]
+				c, err := l.Issue(ctx, ledger.Confirmation{Principal: p})
+				switch {
+				case err == nil:
+					mu.Lock()
+					accepted[p] = append(accepted[p], c.ID)
+					mu.Unlock()
+				case !errors.Is(err, ledger.ErrFull):
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	total := 0
+	for p, ids := range accepted {
+		if len(ids) > perPrincipal {
+			t.Errorf("%s: %d pending accepted, cap %d", p, len(ids), perPrincipal)
+		}
+		total += len(ids)
+	}
+	if total != maxPending {
+		t.Fatalf("%d pending accepted, want exactly the cap %d", total, maxPending)
+	}
+	if _, pending := m.Len(); pending != maxPending {
+		t.Fatalf("Len pending = %d, want %d", pending, maxPending)
+	}
+	// Spending any one frees one slot, for anyone under their own cap.
+	for p, ids := range accepted {
+		if _, err := l.Redeem(ctx, ids[0]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Issue(ctx, ledger.Confirmation{Principal: p}); err != nil {
+			t.Fatalf("after a redeem, %s: %v", p, err)
+		}
+		if _, err := l.Issue(ctx, ledger.Confirmation{Principal: p}); !errors.Is(err, ledger.ErrFull) {
+			t.Fatalf("at the cap again, %s: %v, want ErrFull", p, err)
+		}
+		break
 	}
 }
