@@ -10,10 +10,12 @@
 // moves it from pending to redeemed or cancelled in the same step. Of any
 // number of concurrent Spend calls for one id, from any number of processes,
 // at most one succeeds. Add is a script too: it refuses an id that exists
-// ([ledger.ErrExists]) and, when the namespace already holds
-// [Options.MaxPending] unexpired pending confirmations, refuses with
-// [ledger.ErrFull]. Every field round-trips byte for byte (Redis strings and
-// Lua strings are binary-safe).
+// ([ledger.ErrExists], even when the namespace is full) and, when the
+// namespace already holds [Options.MaxPending] unexpired pending
+// confirmations, refuses with [ledger.ErrFull]. Every field round-trips
+// byte for byte, and Expires to the nanosecond with its zone offset: the
+// store encodes them, length-prefixed, into one binary-safe Redis string
+// that the scripts never parse.
 //
 // Expires itself is set by the issuing replica's clock ([ledger.Ledger]'s
 // Now): a skew between that clock and Redis's lengthens or shortens the
@@ -25,9 +27,9 @@
 // Nothing needs sweeping and the store starts no goroutines.
 //
 // A command that go-redis retries after a lost reply (a dropped connection)
-// is recognised by the script: each call carries a random nonce, and a
-// retry of the call that already spent the entry gets that success back
-// instead of [ledger.ErrSpent].
+// is recognised by the script: each call carries a random nonce, kept in
+// the entry, and a retry of the call that already added or spent the entry
+// gets that success back instead of [ledger.ErrExists] or [ledger.ErrSpent].
 //
 // # What it does not guarantee
 //
@@ -41,20 +43,35 @@
 // safe, only the pending approvals are lost). Losing keys to eviction
 // (maxmemory) is safe in the same way.
 //
-// Memory: every Add costs one hash that lives until Expires+Grace, whatever
-// its state (MEMORY USAGE reports about 420 bytes for short fields; long
-// fields add their length), plus one sorted-set member while it is
-// pending.
+// Memory: every Add costs one string that lives until Expires+Grace,
+// whatever its state (MEMORY USAGE reports 264 bytes for the default
+// namespace and short fields, on Redis 7.0; long fields add their length),
+// plus one sorted-set member (about 130 bytes) until it is spent. A member
+// that expires unspent is dropped only when the namespace reaches
+// MaxPending, or with the whole set when its last member expires.
 // MaxPending bounds the pending confirmations of a namespace; it does not
 // bound spent ones, which are at most the spend rate times (TTL + Grace).
 // There is no per-principal cap (the in-memory store has one): callers who
 // need it must rate-limit principals before Issue. Set maxmemory with
 // headroom.
 //
-// Keys are Namespace+"c:"+hex(id) for entries and Namespace+"pending" for
-// the set of pending ids. Add and Spend touch both keys in one script, so
-// on Redis Cluster the namespace must contain a hash tag ("{...}", as the
-// default does) to put them in one slot.
+// Keys are Namespace+"c2:"+hex(id) for entries and Namespace+"pending"
+// for the set of pending ids, scored by expiry. Add and Spend touch both
+// keys in one script, so on Redis Cluster the namespace must contain a
+// hash tag ("{...}", as the default does) to put them in one slot. An
+// entry is one string: a fixed-width header (state, the nonces of its Add
+// and Spend, its expiry in microseconds) that the scripts read and
+// rewrite in place, then the confirmation. The store needs Redis 7.0 or
+// later (SET NX GET, PEXPIREAT GT).
+//
+// Versions before this layout kept each entry as a hash under
+// Namespace+"c:". Those entries are never read: a confirmation issued
+// before an upgrade is refused as unknown (safe: the person is asked
+// again), and its hash expires at its own Expires+Grace. Both layouts
+// share the pending set, so during a rolling upgrade old and new replicas
+// count against one MaxPending. A key in the namespace of a type this store
+// does not write (WRONGTYPE), or a mangled entry, fails the call with an
+// error that is no ledger answer, and Add never overwrites it.
 //
 // # Why go-redis
 //
@@ -75,10 +92,12 @@ package redisledger
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -121,9 +140,11 @@ type Store struct {
 	own        bool // Close closes client
 	closed     atomic.Bool
 	ns         string
+	entries    string // key prefix of entries
 	pendingKey string
 	grace      time.Duration
 	maxPending int
+	maxArg     any // maxPending, boxed once rather than on every Add
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -151,7 +172,8 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 	if s.maxPending == 0 {
 		s.maxPending = DefaultMaxPending
 	}
-	s.pendingKey = s.ns + "pending"
+	s.entries, s.pendingKey = s.ns+"c2:", s.ns+"pending"
+	s.maxArg = s.maxPending
 	return s, nil
 }
 
@@ -182,7 +204,30 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("redisledger: connect to %s: %w", ropts.Addr, err)
 	}
+	info, err := client.Info(ctx, "server").Result()
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("redisledger: connect to %s: INFO: %w", ropts.Addr, err)
+	}
+	if v, ok := supported(info); !ok {
+		client.Close()
+		return nil, fmt.Errorf("redisledger: %s runs Redis %q: this store needs 7.0 or later (SET NX GET, PEXPIREAT GT)", ropts.Addr, v)
+	}
 	return s, nil
+}
+
+// supported reads redis_version from the INFO server reply and reports
+// whether it is 7.0 or later. Scripts refused by an older server would
+// fail every Add with an error that does not say why.
+func supported(info string) (version string, ok bool) {
+	for line := range strings.Lines(info) {
+		if v, found := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); found {
+			major, _, _ := strings.Cut(v, ".")
+			n, err := strconv.Atoi(major)
+			return v, err == nil && n >= 7
+		}
+	}
+	return "", false
 }
 
 // parseError describes why rawURL did not parse without echoing it: a
@@ -244,91 +289,110 @@ func (s *Store) Close() error {
 
 var errClosed = errors.New("redisledger: store closed")
 
-// Fields of an entry's hash.
+// An entry is one Redis string: a header of fixed width, which the scripts
+// read and rewrite, then the confirmation, which only Go reads.
+//
+//	offset  size  what
+//	0       1     state: 'p' pending, 'r' redeemed, 'c' cancelled
+//	1       16    nonce of the Spend that spent it (zeros while pending)
+//	17      16    nonce of the Add that made it
+//	33      19    Expires in unix microseconds, rounded up, as zero-padded
+//	              decimal digits: the scripts compare it with TIME and score
+//	              the pending set with it
+//	52      ...   Tool, ArgsDigest, Principal, Subject, each as a uvarint
+//	              length and its bytes; then Expires exactly
+//	              (time.MarshalBinary)
+//
+// The scripts spell these offsets out (Lua counts from 1): keep them in step.
 const (
-	fState     = "state"     // pending, redeemed or cancelled
-	fExp       = "exp"       // Expires in unix microseconds, rounded up: the script compares it with TIME
-	fAdd       = "add"       // nonce of the Add that made the entry
-	fBy        = "by"        // nonce of the Spend that spent it
-	fExpires   = "expires"   // Expires exactly (time.MarshalBinary)
-	fTool      = "tool"      // the Confirmation's fields, verbatim
-	fArgs      = "args"      //
-	fPrincipal = "principal" //
-	fSubject   = "subject"   //
+	nonceLen = 16
+	offAdd   = 1 + nonceLen
+	offExp   = offAdd + nonceLen
+	headLen  = offExp + 19 // 19 digits hold every non-negative int64
+
+	statePending   = 'p'
+	stateRedeemed  = 'r'
+	stateCancelled = 'c'
 )
 
 // addScript adds a pending entry if its key is free and the namespace has
-// room. KEYS: entry, pending set. ARGV: nonce, exp (µs), key deadline (ms),
-// max pending, member, expires, tool, args, principal, subject.
-// Returns 1 (added), 0 (exists) or -1 (full).
+// room. KEYS: entry, pending set. ARGV: the entry's value, the entry key's
+// deadline (unix ms), the pending set's deadline for this member (unix ms),
+// max pending. Returns 1 (added), 0 (exists) or -1 (full).
 var addScript = redis.NewScript(`
-local by = redis.call('HGET', KEYS[1], 'add')
-if by then
-  if by == ARGV[1] then return 1 end -- a client retry of this very Add
+local function exists(v)
+  if string.sub(v, 18, 33) == string.sub(ARGV[1], 18, 33) then return 1 end -- a client retry of this very Add
   return 0
 end
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
--- Expired pending confirmations can never be redeemed: they stop counting.
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return -1 end
-redis.call('HSET', KEYS[1], 'state', 'pending', 'exp', ARGV[2], 'add', ARGV[1],
-  'expires', ARGV[6], 'tool', ARGV[7], 'args', ARGV[8], 'principal', ARGV[9],
-  'subject', ARGV[10])
-redis.call('PEXPIREAT', KEYS[1], ARGV[3])
-if tonumber(ARGV[2]) > now then
-  redis.call('ZADD', KEYS[2], ARGV[2], ARGV[5])
-  -- The set lives as long as its last-expiring member.
-  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', KEYS[2], math.floor(tonumber(last[2]) / 1000) + 1)
+local n = redis.call('ZCARD', KEYS[2])
+if n >= tonumber(ARGV[4]) then
+  local v = redis.call('GET', KEYS[1])
+  if v then return exists(v) end -- reported before full
+  -- Expired pending confirmations can never be redeemed: they stop counting.
+  local t = redis.call('TIME')
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  n = redis.call('ZCARD', KEYS[2])
+  if n >= tonumber(ARGV[4]) then return -1 end
+end
+local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET', 'PXAT', ARGV[2])
+if v then return exists(v) end
+redis.call('ZADD', KEYS[2], string.sub(ARGV[1], 34, 52), string.sub(KEYS[1], -32))
+-- The set lives as long as its last-expiring member. GT never shortens its
+-- expiry, but never sets one on a key without: a new set gets it plainly.
+if n == 0 then
+  redis.call('PEXPIREAT', KEYS[2], ARGV[3])
+else
+  redis.call('PEXPIREAT', KEYS[2], ARGV[3], 'GT')
 end
 return 1
 `)
 
-// spendScript is the compare-and-set. KEYS: entry, pending set. ARGV:
-// target state, nonce, member. Returns the entry's fields (expires, tool,
-// args, principal, subject) on success, else a code: 0 unknown,
+// spendScript is the compare-and-set. KEYS: entry, pending set. ARGV: the
+// target state and the call's nonce, 17 bytes, which become the start of
+// the entry. Returns the entry on success, else a code: 0 unknown,
 // 1 expired, 2 redeemed, 3 cancelled.
 var spendScript = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'state', 'exp', 'by')
-local state = v[1]
-if not state then return 0 end -- never added, or gone at Expires+Grace
-local function fields()
-  return redis.call('HMGET', KEYS[1], 'expires', 'tool', 'args', 'principal', 'subject')
-end
-if state == ARGV[1] and v[3] == ARGV[2] then return fields() end -- a client retry of this very Spend
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end -- never added, or gone at Expires+Grace
+local state, exp = string.sub(v, 1, 1), tonumber(string.sub(v, 34, 52))
+if #v < 52 or not exp then return redis.error_reply('corrupt entry') end
+if string.sub(v, 1, 17) == ARGV[1] then return v end -- a client retry of this very Spend
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-if now >= tonumber(v[2]) then return 1 end -- expired, whatever its state
-if state == 'redeemed' then return 2 end
-if state == 'cancelled' then return 3 end
-if state ~= 'pending' then return redis.error_reply('redisledger: corrupt entry state') end
-redis.call('HSET', KEYS[1], 'state', ARGV[1], 'by', ARGV[2])
-redis.call('ZREM', KEYS[2], ARGV[3])
-return fields()
+if tonumber(t[1]) * 1000000 + tonumber(t[2]) >= exp then return 1 end -- expired, whatever its state
+if state == 'r' then return 2 end
+if state == 'c' then return 3 end
+if state ~= 'p' then return redis.error_reply('corrupt entry state') end
+redis.call('SETRANGE', KEYS[1], 0, ARGV[1])
+redis.call('ZREM', KEYS[2], string.sub(KEYS[1], -32))
+return v
 `)
 
-func (s *Store) key(id ledger.ID) string { return s.ns + "c:" + id.String() }
+// key is the entry's key. It ends with the id in hex, which the scripts
+// cut off as the entry's member in the pending set.
+func (s *Store) key(id ledger.ID) string {
+	var h [2 * len(id)]byte
+	hex.Encode(h[:], id[:])
+	return s.entries + string(h[:])
+}
 
 // Add implements [ledger.Store].
 func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 	if s.closed.Load() {
 		return errClosed
 	}
-	expires, err := c.Expires.MarshalBinary()
-	if err != nil {
-		return fmt.Errorf("redisledger: add %s: expiry: %w", c.ID, err)
-	}
-	nonce, err := newNonce()
+	v, err := encode(c)
 	if err != nil {
 		return fmt.Errorf("redisledger: add %s: %w", c.ID, err)
 	}
+	return s.add(ctx, c, v)
+}
+
+// add stores v, the value encode made of c.
+func (s *Store) add(ctx context.Context, c ledger.Confirmation, v []byte) error {
 	res, err := addScript.Run(ctx, s.client, []string{s.key(c.ID), s.pendingKey},
-		nonce, ceilMicro(c.Expires), keyDeadline(c.Expires.Add(s.grace)), s.maxPending, c.ID.String(),
-		expires, c.Tool, c.ArgsDigest, c.Principal, c.Subject).Int64()
+		v, keyDeadline(c.Expires.Add(s.grace)), keyDeadline(c.Expires), s.maxArg).Int64()
 	if err != nil {
-		return fmt.Errorf("redisledger: add %s: %w", c.ID, err)
+		return s.callError("add", c.ID, err)
 	}
 	switch res {
 	case 1:
@@ -343,24 +407,30 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 
 // Spend implements [ledger.Store].
 func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
-	nonce, err := newNonce()
-	if err != nil {
-		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
-	}
+	// Random, so that a replayed approval never passes for a retry of the
+	// Spend that took it. rand.Read never fails: it crashes the program.
+	var nonce [nonceLen]byte
+	rand.Read(nonce[:])
 	return s.spend(ctx, id, to, nonce)
 }
 
-func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, nonce string) (ledger.Confirmation, error) {
-	if to != ledger.Redeemed && to != ledger.Cancelled {
+func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, nonce [nonceLen]byte) (ledger.Confirmation, error) {
+	var by [1 + nonceLen]byte
+	switch to {
+	case ledger.Redeemed:
+		by[0] = stateRedeemed
+	case ledger.Cancelled:
+		by[0] = stateCancelled
+	default:
 		return ledger.Confirmation{}, fmt.Errorf("redisledger: cannot spend into state %v", to)
 	}
+	copy(by[1:], nonce[:])
 	if s.closed.Load() {
 		return ledger.Confirmation{}, errClosed
 	}
-	res, err := spendScript.Run(ctx, s.client, []string{s.key(id), s.pendingKey},
-		to.String(), nonce, id.String()).Result()
+	res, err := spendScript.Run(ctx, s.client, []string{s.key(id), s.pendingKey}, by[:]).Result()
 	if err != nil {
-		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
+		return ledger.Confirmation{}, s.callError("spend", id, err)
 	}
 	switch res := res.(type) {
 	case int64:
@@ -374,40 +444,87 @@ func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, nonce 
 		case 3:
 			return ledger.Confirmation{}, ledger.ErrCancelled
 		}
-	case []any:
-		return decode(id, res)
+	case string:
+		c, err := decode(id, res)
+		if err != nil {
+			return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
+		}
+		return c, nil
 	}
 	return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: unexpected reply %v", id, res)
 }
 
-// decode rebuilds a confirmation from the spend script's reply.
-func decode(id ledger.ID, vals []any) (ledger.Confirmation, error) {
-	if len(vals) != 5 {
-		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: reply has %d fields, want 5", id, len(vals))
+// callError describes a failed script call. A key of the wrong type means
+// something other than this version of the store wrote into the namespace:
+// say so, rather than leave only Redis's words.
+func (s *Store) callError(op string, id ledger.ID, err error) error {
+	if redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return fmt.Errorf("redisledger: %s %s: a key of namespace %q was not written by this store: %w", op, id, s.ns, err)
 	}
-	var f [5]string
-	for i, v := range vals {
-		s, ok := v.(string)
-		if !ok {
-			return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: field %d missing", id, i)
+	return fmt.Errorf("redisledger: %s %s: %w", op, id, err)
+}
+
+// encode returns the value of c's entry, pending, with a fresh add nonce.
+func encode(c ledger.Confirmation) ([]byte, error) {
+	fields := [...]string{c.Tool, c.ArgsDigest, c.Principal, c.Subject}
+	size := headLen + 16 // 16: time.MarshalBinary's longest
+	for _, f := range fields {
+		size += binary.MaxVarintLen64 + len(f)
+	}
+	v := make([]byte, headLen, size)
+	v[0] = statePending
+	rand.Read(v[offAdd:offExp])        // never fails: it crashes the program instead
+	us := max(ceilMicro(c.Expires), 0) // before 1970 is as expired as 1970
+	for i := headLen - 1; i >= offExp; i-- {
+		v[i] = '0' + byte(us%10)
+		us /= 10
+	}
+	for _, f := range fields {
+		v = binary.AppendUvarint(v, uint64(len(f)))
+		v = append(v, f...)
+	}
+	v, err := c.Expires.AppendBinary(v)
+	if err != nil {
+		return nil, fmt.Errorf("expiry: %w", err)
+	}
+	return v, nil
+}
+
+var errCorrupt = errors.New("corrupt entry")
+
+// decode rebuilds confirmation id from the value of its entry.
+func decode(id ledger.ID, v string) (ledger.Confirmation, error) {
+	if len(v) < headLen {
+		return ledger.Confirmation{}, errCorrupt
+	}
+	c := ledger.Confirmation{ID: id}
+	rest := v[headLen:]
+	for _, f := range [...]*string{&c.Tool, &c.ArgsDigest, &c.Principal, &c.Subject} {
+		var ok bool
+		if *f, rest, ok = cut(rest); !ok {
+			return ledger.Confirmation{}, errCorrupt
 		}
-		f[i] = s
 	}
-	c := ledger.Confirmation{ID: id, Tool: f[1], ArgsDigest: f[2], Principal: f[3], Subject: f[4]}
-	if err := c.Expires.UnmarshalBinary([]byte(f[0])); err != nil {
-		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: expiry: %w", id, err)
+	if err := c.Expires.UnmarshalBinary([]byte(rest)); err != nil {
+		return ledger.Confirmation{}, fmt.Errorf("%w: expiry: %w", errCorrupt, err)
 	}
 	return c, nil
 }
 
-// newNonce returns 16 random bytes that tell one call's retries apart from
-// every other call.
-func newNonce() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("nonce: %w", err)
+// cut splits s into its first field, a uvarint length and that many bytes,
+// and the rest.
+func cut(s string) (field, rest string, ok bool) {
+	var n uint64
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		n |= uint64(s[i]&0x7f) << (7 * i)
+		if s[i] < 0x80 {
+			if s = s[i+1:]; n > uint64(len(s)) {
+				return "", "", false
+			}
+			return s[:n], s[n:], true
+		}
 	}
-	return hex.EncodeToString(b[:]), nil
+	return "", "", false
 }
 
 // ceilMicro is t in unix microseconds, rounded up, so that for a server
@@ -421,8 +538,9 @@ func ceilMicro(t time.Time) int64 {
 	return us
 }
 
-// keyDeadline is the PEXPIREAT argument for t: unix milliseconds, rounded
-// up, and at least 1 (a deadline in the past deletes the key at once).
+// keyDeadline is the PXAT or PEXPIREAT argument for t: unix milliseconds,
+// rounded up, and at least 1 (a deadline in the past deletes the key at
+// once).
 func keyDeadline(t time.Time) int64 {
 	ms := t.UnixMilli()
 	if t.Nanosecond()%1_000_000 != 0 {

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -131,7 +133,7 @@ func TestKeyExpiry(t *testing.T) {
 			if err := s.Add(ctx, conf); err != nil {
 				t.Fatal(err)
 			}
-			key := ns + "c:" + conf.ID.String()
+			key := ns + "c2:" + conf.ID.String()
 			if tt.want != ledger.ErrUnknown {
 				at, err := c.PExpireTime(ctx, key).Result()
 				if err != nil {
@@ -283,4 +285,130 @@ func TestOpen(t *testing.T) {
 	}
 	defer s.Close()
 	ledgertest.RedeemOnce(t, s)
+}
+
+// TestPendingExpiry checks that the set of pending ids expires with its
+// last-expiring member: an Add that expires later extends it, one that
+// expires sooner never shortens it, and a set holding only expired ids
+// is gone.
+func TestPendingExpiry(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t)
+	ns := namespace(t, c)
+	s := newStore(t, c, redisledger.Options{Namespace: ns})
+	base := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	tests := []struct {
+		name    string
+		expires time.Time
+		want    time.Time // the set's expiry afterwards; zero: no set
+	}{
+		{"expired, empty namespace", time.Now().Add(-time.Second), time.Time{}},
+		{"first", base, base},
+		{"later", base.Add(time.Minute), base.Add(time.Minute)},
+		{"sooner", base.Add(-time.Minute), base.Add(time.Minute)},
+		{"expired", time.Now().Add(-time.Second), base.Add(time.Minute)},
+		{"later, not a whole ms", base.Add(2*time.Minute + time.Microsecond), base.Add(2*time.Minute + time.Millisecond)},
+	}
+	for _, tt := range tests {
+		conf := ledgertest.Fresh(t)
+		conf.Expires = tt.expires
+		if err := s.Add(ctx, conf); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		at, err := c.PExpireTime(ctx, ns+"pending").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.want.IsZero() {
+			if at != -2 { // no such key
+				t.Fatalf("%s: set expires at %v, want no set", tt.name, at)
+			}
+			continue
+		}
+		if got := time.UnixMilli(at.Milliseconds()); !got.Equal(tt.want) {
+			t.Fatalf("%s: set expires at %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestForeignKeys checks what the store makes of keys in its namespace
+// that it did not write, or that were damaged: an entry of the previous
+// layout (a hash under "c:") is unknown; a key of the wrong type or a
+// mangled entry is an error that is no ledger answer, and is left as it
+// was, except that a pending entry whose fields are lost is spent, as a
+// Spend whose outcome is unknown must be taken to have.
+func TestForeignKeys(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t)
+	expires := strconv.FormatInt(time.Now().Add(time.Hour).UnixMicro(), 10)
+	header := func(state string) string {
+		return state + strings.Repeat("\x00", 32) + strings.Repeat("0", 19-len(expires)) + expires
+	}
+	tests := []struct {
+		name  string
+		key   string // under the namespace, %s for the id
+		plant func(ctx context.Context, key string) error
+		add   ledger.Result
+		spend ledger.Result
+		spent bool // the planted entry ends up spent
+	}{
+		{"previous layout", "c:%s", func(ctx context.Context, key string) error {
+			return c.HSet(ctx, key, "state", "pending", "exp", expires).Err()
+		}, ledger.ResultOK, ledger.ResultUnknown, false},
+		{"hash entry", "c2:%s", func(ctx context.Context, key string) error {
+			return c.HSet(ctx, key, "state", "pending").Err()
+		}, ledger.ResultError, ledger.ResultError, false},
+		{"short entry", "c2:%s", func(ctx context.Context, key string) error {
+			return c.Set(ctx, key, "p", 0).Err()
+		}, ledger.ResultExists, ledger.ResultError, false},
+		{"bad state", "c2:%s", func(ctx context.Context, key string) error {
+			return c.Set(ctx, key, header("x"), 0).Err()
+		}, ledger.ResultExists, ledger.ResultError, false},
+		{"redeemed, no fields", "c2:%s", func(ctx context.Context, key string) error {
+			return c.Set(ctx, key, header("r"), 0).Err()
+		}, ledger.ResultExists, ledger.ResultSpent, false},
+		{"pending, no fields", "c2:%s", func(ctx context.Context, key string) error {
+			return c.Set(ctx, key, header("p"), 0).Err()
+		}, ledger.ResultExists, ledger.ResultError, true},
+		{"pending set not a set", "pending", func(ctx context.Context, key string) error {
+			return c.Set(ctx, key, "x", 0).Err()
+		}, ledger.ResultError, ledger.ResultUnknown, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := namespace(t, c)
+			s := newStore(t, c, redisledger.Options{Namespace: ns})
+			conf := ledgertest.Fresh(t)
+			key := ns + tt.key
+			if strings.Contains(key, "%s") {
+				key = fmt.Sprintf(key, conf.ID)
+			}
+			if err := tt.plant(ctx, key); err != nil {
+				t.Fatal(err)
+			}
+			before, err := c.Dump(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Spend(ctx, conf.ID, ledger.Redeemed)
+			if got := ledger.ResultOf(err); got != tt.spend {
+				t.Fatalf("Spend = %v (%s), want %s", err, got, tt.spend)
+			}
+			t.Logf("Spend: %v", err)
+			err = s.Add(ctx, conf)
+			if got := ledger.ResultOf(err); got != tt.add {
+				t.Fatalf("Add = %v (%s), want %s", err, got, tt.add)
+			}
+			t.Logf("Add: %v", err)
+			if tt.spent {
+				if state, err := c.GetRange(ctx, key, 0, 0).Result(); err != nil || state != "r" {
+					t.Fatalf("the planted entry's state is %q, %v; want r", state, err)
+				}
+				return
+			}
+			if after, err := c.Dump(ctx, key).Result(); err != nil || after != before {
+				t.Fatalf("the planted key is %q, %v; want %q", after, err, before)
+			}
+		})
+	}
 }

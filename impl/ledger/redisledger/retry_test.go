@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -14,58 +16,152 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
 )
 
-// TestRetryOfSameCall checks the script's nonce: a second run of the very
-// same Spend (what go-redis does after a reply lost to a dropped
-// connection) gets the success back, while any other call is refused.
-func TestRetryOfSameCall(t *testing.T) {
+// testStore returns a store in a namespace of its own, or skips.
+func testStore(t *testing.T, opts Options) (*Store, *redis.Client) {
+	t.Helper()
 	u := os.Getenv("MCP_CONFIRM_REDIS_URL")
 	if u == "" {
 		t.Skip("set MCP_CONFIRM_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run the Redis store tests")
 	}
-	ctx := context.Background()
-	opts, err := redis.ParseURL(u)
+	ropts, err := redis.ParseURL(u)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := redis.NewClient(opts)
+	c := redis.NewClient(ropts)
 	t.Cleanup(func() { c.Close() })
 	var b [8]byte
 	rand.Read(b[:])
-	ns := "mcp-confirm-test:{" + hex.EncodeToString(b[:]) + "}:"
-	s, err := New(c, Options{Namespace: ns})
+	opts.Namespace = "mcp-confirm-test:{" + hex.EncodeToString(b[:]) + "}:"
+	s, err := New(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, c
+}
+
+// TestRetryOfSameCall checks the scripts' nonces: a second run of the very
+// same Add or Spend (what go-redis does after a reply lost to a dropped
+// connection) gets the success back, while any other call is refused. The
+// namespace holds one pending confirmation, so that Add is tried both on
+// its path with room and on its path when full.
+func TestRetryOfSameCall(t *testing.T) {
+	ctx := context.Background()
+	s, c := testStore(t, Options{MaxPending: 1})
 	conf := ledgertest.Fresh(t)
 	t.Cleanup(func() {
 		if err := c.Del(context.Background(), s.key(conf.ID), s.pendingKey).Err(); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	if err := s.Add(ctx, conf); err != nil {
+
+	v, err := encode(conf)
+	if err != nil {
 		t.Fatal(err)
 	}
+	other, err := encode(conf) // the same confirmation, another Add's nonce
+	if err != nil {
+		t.Fatal(err)
+	}
+	adds := []struct {
+		name string
+		v    []byte
+		want error
+	}{
+		{"the add", v, nil},
+		{"its retry", v, nil}, // the namespace is full from here on
+		{"another add", other, ledger.ErrExists},
+	}
+	for _, tt := range adds {
+		if err := s.add(ctx, conf, tt.v); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Fatalf("%s: add = %v, want %v", tt.name, err, tt.want)
+		}
+	}
 
-	const first, other = "nonce-of-the-first-call", "nonce-of-another-call"
-	tests := []struct {
+	first, another := [nonceLen]byte{1}, [nonceLen]byte{2}
+	spends := []struct {
 		name  string
-		nonce string
+		nonce [nonceLen]byte
 		to    ledger.State
 		want  error
 	}{
 		{"the call", first, ledger.Redeemed, nil},
 		{"its retry", first, ledger.Redeemed, nil},
 		{"its retry again", first, ledger.Redeemed, nil},
-		{"another call", other, ledger.Redeemed, ledger.ErrSpent},
+		{"another call", another, ledger.Redeemed, ledger.ErrSpent},
 		{"same nonce, other target", first, ledger.Cancelled, ledger.ErrSpent},
 	}
-	for _, tt := range tests {
+	for _, tt := range spends {
 		got, err := s.spend(ctx, conf.ID, tt.to, tt.nonce)
 		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 			t.Fatalf("%s: spend = %v, want %v", tt.name, err, tt.want)
 		}
-		if err == nil && (got.Principal != conf.Principal || !got.Expires.Equal(conf.Expires)) {
+		if err == nil && !same(got, conf) {
 			t.Fatalf("%s: spend returned %+v, want %+v", tt.name, got, conf)
 		}
+	}
+	// Spent, the entry no longer counts: the Add's retry and another Add
+	// now take the path with room, with the same answers.
+	for _, tt := range adds[1:] {
+		if err := s.add(ctx, conf, tt.v); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Fatalf("%s, after the spend: add = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+}
+
+// same reports whether a and b are the same confirmation, Expires as the
+// same instant.
+func same(a, b ledger.Confirmation) bool {
+	at, bt := a.Expires, b.Expires
+	a.Expires, b.Expires = time.Time{}, time.Time{}
+	return a == b && at.Equal(bt)
+}
+
+// TestEncode checks that an entry's value decodes to the confirmation it
+// was made from, whatever its fields hold, and that its header carries
+// Expires for the scripts.
+func TestEncode(t *testing.T) {
+	long := strings.Repeat("\x00\xff", 200)                               // a length of more than one uvarint byte
+	at := time.Unix(1_893_456_000, 6_001).In(time.FixedZone("", 3600+30)) // rounds up to ...007 µs
+	tests := []struct {
+		name string
+		c    ledger.Confirmation
+		exp  string // the header's digits
+	}{
+		{"fresh", ledgertest.Fresh(t), ""},
+		{"empty fields", ledger.Confirmation{Expires: at}, "0001893456000000007"},
+		{"long fields", ledger.Confirmation{Tool: long, ArgsDigest: "a", Principal: long, Subject: "", Expires: at.UTC()}, "0001893456000000007"},
+		{"whole microsecond", ledger.Confirmation{Expires: time.UnixMicro(42)}, "0000000000000000042"},
+		{"before 1970", ledger.Confirmation{Subject: "s", Expires: time.Unix(-5, 1)}, "0000000000000000000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.c.ID = ledgertest.NewID(t)
+			v, err := encode(tt.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v[0] != statePending || string(v[1:offAdd]) != string(make([]byte, nonceLen)) {
+				t.Fatalf("header %q: want pending, not spent", v[:offAdd])
+			}
+			if exp := string(v[offExp:headLen]); tt.exp != "" && exp != tt.exp {
+				t.Fatalf("exp = %s, want %s", exp, tt.exp)
+			}
+			got, err := decode(tt.c.ID, string(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !same(got, tt.c) {
+				t.Fatalf("decode = %+v, want %+v", got, tt.c)
+			}
+			if got.Expires.String() != tt.c.Expires.String() {
+				t.Fatalf("Expires = %v, want %v (zone offset too)", got.Expires, tt.c.Expires)
+			}
+			// Every truncation is refused, never read as other fields.
+			for n := range len(v) {
+				if _, err := decode(tt.c.ID, string(v[:n])); err == nil {
+					t.Fatalf("decode of the first %d of %d bytes succeeded", n, len(v))
+				}
+			}
+		})
 	}
 }
