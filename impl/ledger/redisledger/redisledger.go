@@ -62,7 +62,8 @@
 // entry is one string: a fixed-width header (state, the nonces of its Add
 // and Spend, its expiry in microseconds) that the scripts read and
 // rewrite in place, then the confirmation. The store needs Redis 7.0 or
-// later (SET NX GET, PEXPIREAT GT).
+// later (SET NX GET, PEXPIREAT GT): [Open] checks; with [New], the caller
+// must.
 //
 // Versions before this layout kept each entry as a hash under
 // Namespace+"c:". Those entries are never read: a confirmation issued
