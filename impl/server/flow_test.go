@@ -33,6 +33,11 @@ func TestDeleteConfirmed(t *testing.T) {
 				if e.issued() != 1 {
 					t.Fatalf("issued %d confirmations, want 1", e.issued())
 				}
+				// The ledger keeps no wording: the log is the record of what
+				// was asked.
+				if log := e.log.String(); !strings.Contains(log, "confirm: asked") || !strings.Contains(log, "report.pdf") {
+					t.Fatalf("the log does not record the question:\n%s", log)
+				}
 			})
 		}
 	}
