@@ -61,7 +61,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -72,6 +71,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/internal/redact"
 )
 
 // Options configures a [Store]. The zero value is ready to use.
@@ -204,7 +204,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("pgledger: %s", scrub(err.Error(), []string{cfg.ConnConfig.Password}))
+		return nil, fmt.Errorf("pgledger: %s", redact.Scrub(err.Error(), cfg.ConnConfig.Password))
 	}
 	s, err := New(pool, opts)
 	if err != nil {
@@ -215,7 +215,7 @@ func Open(ctx context.Context, connString string, opts Options) (*Store, error) 
 	server := fmt.Sprintf("%s:%d", cfg.ConnConfig.Host, cfg.ConnConfig.Port)
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		if msg := scrub(err.Error(), []string{cfg.ConnConfig.Password}); msg != err.Error() {
+		if msg := redact.Scrub(err.Error(), cfg.ConnConfig.Password); msg != err.Error() {
 			return nil, fmt.Errorf("pgledger: connect to %s: %s", server, msg)
 		}
 		return nil, fmt.Errorf("pgledger: connect to %s: %w", server, err)
@@ -239,50 +239,20 @@ func parseError(connString string, err error) string {
 	} else {
 		msg = "unrecognised error"
 	}
-	return "invalid connection string (not shown): " + scrub(msg, passwords(connString))
+	return "invalid connection string (not shown): " + redact.Scrub(msg, passwords(connString)...)
 }
 
 // kvPassword finds the password of a key=value connection string.
 var kvPassword = regexp.MustCompile(`password\s*=\s*('(?:[^'\\]|\\.)*'|\S+)`)
 
-// passwords returns what may be the password in connString: the parsed
-// one of a URL, for one that does not parse the text between the first
-// ':' of the user info and the first or the last '@', and the value of
-// any password= key.
+// passwords returns what may be the password in connString: the value of
+// any password= key, and what may be the password of a URL.
 func passwords(connString string) []string {
 	var pws []string
 	for _, m := range kvPassword.FindAllStringSubmatch(connString, -1) {
 		pws = append(pws, m[1], strings.Trim(m[1], "'"))
 	}
-	if u, err := url.Parse(connString); err == nil {
-		if pw, ok := u.User.Password(); ok {
-			pws = append(pws, pw)
-		}
-		return pws
-	}
-	_, rest, ok := strings.Cut(connString, "://")
-	if !ok {
-		return pws
-	}
-	for _, at := range []int{strings.Index(rest, "@"), strings.LastIndex(rest, "@")} {
-		if at < 0 {
-			continue
-		}
-		if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
-			pws = append(pws, pw)
-		}
-	}
-	return pws
-}
-
-// scrub replaces every occurrence of the secrets in msg.
-func scrub(msg string, secrets []string) string {
-	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-		}
-	}
-	return msg
+	return append(pws, redact.URLPasswords(connString)...)
 }
 
 // Migrate creates the table and its index if they do not exist. It is

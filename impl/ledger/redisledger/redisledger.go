@@ -106,6 +106,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/internal/redact"
 )
 
 // Options configures a [Store]. The zero value is ready to use.
@@ -199,7 +200,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		client.Close()
 		// The error text of a failed AUTH or dial names the server, never
 		// the password, but scrub it anyway: errors end up in logs.
-		msg := scrub(err.Error(), ropts.Password)
+		msg := redact.Scrub(err.Error(), ropts.Password)
 		if msg != err.Error() {
 			return nil, fmt.Errorf("redisledger: connect to %s: %s", ropts.Addr, msg)
 		}
@@ -238,45 +239,7 @@ func parseError(rawURL string, err error) string {
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
-	msg := err.Error()
-	for _, pw := range passwords(rawURL) {
-		msg = scrub(msg, pw)
-	}
-	return "invalid URL (not shown): " + msg
-}
-
-// passwords returns what may be the password in rawURL: the parsed one, or
-// for a URL that does not parse, the text between the first ':' of the
-// user info and the first or the last '@'.
-func passwords(rawURL string) []string {
-	if u, err := url.Parse(rawURL); err == nil {
-		if pw, ok := u.User.Password(); ok {
-			return []string{pw}
-		}
-		return nil
-	}
-	_, rest, ok := strings.Cut(rawURL, "://")
-	if !ok {
-		return nil
-	}
-	var pws []string
-	for _, at := range []int{strings.Index(rest, "@"), strings.LastIndex(rest, "@")} {
-		if at < 0 {
-			continue
-		}
-		if _, pw, ok := strings.Cut(rest[:at], ":"); ok {
-			pws = append(pws, pw)
-		}
-	}
-	return pws
-}
-
-// scrub replaces every occurrence of secret in msg.
-func scrub(msg, secret string) string {
-	if secret == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, secret, "xxxxx")
+	return "invalid URL (not shown): " + redact.Scrub(err.Error(), redact.URLPasswords(rawURL)...)
 }
 
 // Close makes every later call fail, and closes the client if [Open] made
