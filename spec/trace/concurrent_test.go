@@ -198,6 +198,13 @@ func TestCommittedTraceWasChecked(t *testing.T) {
 	if !strings.Contains(string(out), accepted) {
 		t.Fatalf("the committed TLC output does not accept the trace (no %q)", accepted)
 	}
+	ndjson, evs := readCommitted(t)
+	t.Logf("committed trace: %d events, accepted by TLC (sha256 %s…)", len(evs), hex.EncodeToString(func() []byte { s := sha256.Sum256(ndjson); return s[:6] }()))
+}
+
+// readCommitted reads and parses the committed trace.
+func readCommitted(t *testing.T) ([]byte, []event) {
+	t.Helper()
 	ndjson, err := os.ReadFile(committedTrace)
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +213,7 @@ func TestCommittedTraceWasChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("committed trace: %d events, accepted by TLC (sha256 %s…)", len(evs), hex.EncodeToString(func() []byte { s := sha256.Sum256(ndjson); return s[:6] }()))
+	return ndjson, evs
 }
 
 // TestRecordCommittedTrace re-checks the committed trace with TLC, and with
@@ -219,14 +226,7 @@ func TestRecordCommittedTrace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ndjson, err := os.ReadFile(committedTrace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	evs, err := parse(ndjson)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, evs := readCommitted(t)
 	ok, out := check(t, jar, evs, concurrentStart, "shared")
 	if !ok {
 		t.Fatalf("TLC rejects the committed trace:\n%s", out)

@@ -193,16 +193,23 @@ func TestSweep(t *testing.T) {
 	}
 }
 
-// TestMigrateConcurrently starts many replicas at once on a new table.
-func TestMigrateConcurrently(t *testing.T) {
-	ctx := context.Background()
-	p := newPool(t)
+// tempTable returns the name of a table no other test uses, dropped when
+// the test ends.
+func tempTable(t *testing.T, p *pgxpool.Pool) string {
 	table := "mcp_confirm_test_" + random(t)
 	t.Cleanup(func() {
 		if _, err := p.Exec(context.Background(), `DROP TABLE IF EXISTS `+table); err != nil {
 			t.Error(err)
 		}
 	})
+	return table
+}
+
+// TestMigrateConcurrently starts many replicas at once on a new table.
+func TestMigrateConcurrently(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	table := tempTable(t, p)
 	const replicas = 8
 	stores := make([]*pgledger.Store, replicas)
 	errs := make([]error, replicas)
@@ -235,12 +242,7 @@ func TestMigrateConcurrently(t *testing.T) {
 func TestMigrateDropsShown(t *testing.T) {
 	ctx := context.Background()
 	p := newPool(t)
-	table := "mcp_confirm_test_" + random(t)
-	t.Cleanup(func() {
-		if _, err := p.Exec(context.Background(), `DROP TABLE IF EXISTS `+table); err != nil {
-			t.Error(err)
-		}
-	})
+	table := tempTable(t, p)
 	old := ledgertest.Fresh(t)
 	if _, err := p.Exec(ctx, `CREATE TABLE `+table+` (
 	namespace text NOT NULL, id bytea NOT NULL, state text NOT NULL,
