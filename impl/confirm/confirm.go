@@ -261,22 +261,32 @@ func metaElicitation(req *mcp.CallToolRequest) (_ *mcp.ElicitationCapabilities, 
 	if !ok {
 		return nil, false
 	}
-	var e mcp.ElicitationCapabilities
-	switch modes["form"].(type) {
-	case nil:
-	case map[string]any:
-		e.Form = &mcp.FormElicitationCapabilities{}
-	default:
+	form, okForm := declared(modes["form"])
+	url, okURL := declared(modes["url"])
+	if !okForm || !okURL {
 		return nil, false
 	}
-	switch modes["url"].(type) {
-	case nil:
-	case map[string]any:
+	var e mcp.ElicitationCapabilities
+	if form {
+		e.Form = &mcp.FormElicitationCapabilities{}
+	}
+	if url {
 		e.URL = &mcp.URLElicitationCapabilities{}
-	default:
-		return nil, false
 	}
 	return &e, true
+}
+
+// declared reads one elicitation mode's capability as decoded JSON: an
+// object declares the mode, absence or null does not; ok is false for
+// anything else.
+func declared(v any) (yes, ok bool) {
+	switch v.(type) {
+	case nil:
+		return false, true
+	case map[string]any:
+		return true, true
+	}
+	return false, false
 }
 
 func (f *Flow) spendRefusal(err error) *mcp.CallToolResult {
