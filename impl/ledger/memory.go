@@ -242,12 +242,12 @@ func (m *Memory) release(e *entry) {
 	e.fields = ""
 }
 
-// sweep forgets every entry whose expiry plus grace is not after now (an
-// offset from the epoch).
-func (m *Memory) sweep(now time.Duration) {
+// sweep forgets every entry whose expiry plus grace is not after at (an
+// offset from the epoch, as Spend names it).
+func (m *Memory) sweep(at time.Duration) {
 	for {
 		e := m.byExpiry.peek()
-		if e == nil || now < e.expires || now-e.expires < m.grace {
+		if e == nil || at < e.expires || at-e.expires < m.grace {
 			return
 		}
 		m.byExpiry.pop()
