@@ -143,7 +143,7 @@ type Options struct {
 	TTL time.Duration
 	// Now is the issuing clock. Default time.Now.
 	Now func() time.Time
-	// Rand is the source of confirmation ids. Default crypto/rand.Reader.
+	// Rand is the source of confirmation ids. Default crypto/rand.
 	Rand io.Reader
 	// Observe, if set, is called after every Issue, Redeem and Cancel with
 	// what happened, for tracing (see [NDJSON]). It must be safe for
@@ -160,7 +160,7 @@ type Ledger struct {
 	store   Store
 	ttl     time.Duration
 	now     func() time.Time
-	rand    io.Reader
+	rand    io.Reader // nil: crypto/rand.Read
 	observe func(Event)
 }
 
@@ -179,9 +179,6 @@ func New(store Store, opts Options) (*Ledger, error) {
 	if l.now == nil {
 		l.now = time.Now
 	}
-	if l.rand == nil {
-		l.rand = rand.Reader
-	}
 	return l, nil
 }
 
@@ -191,20 +188,34 @@ func (l *Ledger) TTL() time.Duration { return l.ttl }
 // Issue records c as pending with a fresh random ID and an expiry TTL from
 // now, and returns it as stored. c.ID and c.Expires are ignored.
 func (l *Ledger) Issue(ctx context.Context, c Confirmation) (Confirmation, error) {
-	// Read into a local array: reading into c.ID would make all of c
-	// escape to the heap.
-	var id ID
-	if _, err := io.ReadFull(l.rand, id[:]); err != nil {
-		return Confirmation{}, fmt.Errorf("ledger: new id: %w", err)
+	id, err := l.newID()
+	if err != nil {
+		return Confirmation{}, err
 	}
 	c.ID = id
 	c.Expires = l.now().Add(l.ttl)
-	err := l.store.Add(ctx, c)
+	err = l.store.Add(ctx, c)
 	l.emit(ActionIssue, c.ID, err)
 	if err != nil {
 		return Confirmation{}, fmt.Errorf("ledger: issue: %w", err)
 	}
 	return c, nil
+}
+
+// newID returns a fresh random id. With the default source the id stays
+// on the stack: crypto/rand.Read does not let its buffer escape (an
+// io.Reader's Read would), and it never fails: it crashes the program.
+func (l *Ledger) newID() (ID, error) {
+	var id ID
+	if l.rand == nil {
+		rand.Read(id[:])
+		return id, nil
+	}
+	b := make([]byte, len(id))
+	if _, err := io.ReadFull(l.rand, b); err != nil {
+		return ID{}, fmt.Errorf("ledger: new id: %w", err)
+	}
+	return ID(b), nil
 }
 
 // Redeem spends the pending confirmation id and returns it: the caller may
