@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
 )
@@ -16,21 +17,27 @@ func BenchmarkIssueRedeem(b *testing.B) {
 	ctx := context.Background()
 	p := newPool(b)
 	ns := namespace(b, p, pgledger.DefaultTable)
-	ledgertest.BenchmarkIssueRedeem(b, newStore(b, p, pgledger.Options{Namespace: ns}))
+	store := newStore(b, p, pgledger.Options{Namespace: ns})
+	ledgertest.BenchmarkIssueRedeem(b, store)
 
 	proto := ledgertest.Fresh(b)
-	ledgertest.BenchmarkOp(b, "floor", func() error {
-		id := ledgertest.NewID(b)
-		if _, err := p.Exec(ctx, `INSERT INTO `+pgledger.DefaultTable+`
-			(namespace, id, state, tool, args_digest, principal, subject, expires_at, expires_ns)
-			VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, 0)`,
-			ns, id[:], []byte(proto.Tool), []byte(proto.ArgsDigest), []byte(proto.Principal),
-			[]byte(proto.Subject), proto.Expires); err != nil {
-			return err
-		}
-		var tool, args, principal, subject []byte
-		return p.QueryRow(ctx, `DELETE FROM `+pgledger.DefaultTable+` WHERE namespace = $1 AND id = $2
-			RETURNING tool, args_digest, principal, subject`, ns, id[:]).
-			Scan(&tool, &args, &principal, &subject)
-	})
+	floor := ledgertest.Floor[ledger.ID]{
+		Put: func() (ledger.ID, error) {
+			id := ledgertest.NewID(b)
+			_, err := p.Exec(ctx, `INSERT INTO `+pgledger.DefaultTable+`
+				(namespace, id, state, tool, args_digest, principal, subject, expires_at, expires_ns)
+				VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, 0)`,
+				ns, id[:], []byte(proto.Tool), []byte(proto.ArgsDigest), []byte(proto.Principal),
+				[]byte(proto.Subject), proto.Expires)
+			return id, err
+		},
+		Take: func(id ledger.ID) error {
+			var tool, args, principal, subject []byte
+			return p.QueryRow(ctx, `DELETE FROM `+pgledger.DefaultTable+` WHERE namespace = $1 AND id = $2
+				RETURNING tool, args_digest, principal, subject`, ns, id[:]).
+				Scan(&tool, &args, &principal, &subject)
+		},
+	}
+	ledgertest.BenchmarkOp(b, "floor", floor.Op)
+	ledgertest.BenchmarkVersusFloor(b, store, floor)
 }

@@ -12,21 +12,25 @@ import (
 
 // BenchmarkIssueRedeem measures one Issue plus one Redeem through the
 // ledger (two script calls), and beside it, with the same client in the
-// same run, the floor: a bare SET then GETDEL of a value of similar size.
+// same run, the floor: a bare SET then GETDEL of a value of similar size;
+// then the two alternated call by call (ledgertest.BenchmarkVersusFloor).
 func BenchmarkIssueRedeem(b *testing.B) {
 	ctx := context.Background()
 	c := newClient(b)
 	ns := namespace(b, c)
-	ledgertest.BenchmarkIssueRedeem(b, newStore(b, c, redisledger.Options{Namespace: ns}))
+	store := newStore(b, c, redisledger.Options{Namespace: ns})
+	ledgertest.BenchmarkIssueRedeem(b, store)
 
 	proto := ledgertest.Fresh(b)
 	value := proto.Tool + proto.ArgsDigest + proto.Principal + proto.Subject
 	var n atomic.Int64
-	ledgertest.BenchmarkOp(b, "floor", func() error {
-		key := ns + "floor:" + strconv.FormatInt(n.Add(1), 10)
-		if err := c.Set(ctx, key, value, 0).Err(); err != nil {
-			return err
-		}
-		return c.GetDel(ctx, key).Err()
-	})
+	floor := ledgertest.Floor[string]{
+		Put: func() (string, error) {
+			key := ns + "floor:" + strconv.FormatInt(n.Add(1), 10)
+			return key, c.Set(ctx, key, value, 0).Err()
+		},
+		Take: func(key string) error { return c.GetDel(ctx, key).Err() },
+	}
+	ledgertest.BenchmarkOp(b, "floor", floor.Op)
+	ledgertest.BenchmarkVersusFloor(b, store, floor)
 }
