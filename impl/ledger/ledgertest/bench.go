@@ -40,7 +40,8 @@ type Floor[K any] struct {
 	Take func(K) error
 }
 
-// Op returns Put then Take as one operation, for [BenchmarkOp].
+// Op runs Put, then Take of what it put: the floor as one operation, for
+// [BenchmarkOp].
 func (f Floor[K]) Op() error {
 	k, err := f.Put()
 	if err != nil {
