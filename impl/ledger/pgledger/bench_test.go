@@ -12,7 +12,8 @@ import (
 // BenchmarkIssueRedeem measures one Issue plus one Redeem through the
 // ledger (an INSERT and an UPDATE ... RETURNING), and beside it, with the
 // same pool in the same run, the floor: a bare INSERT of the same row into
-// the same table, then DELETE ... RETURNING it.
+// the same table, then DELETE ... RETURNING it; then the two interleaved,
+// each call timed (ledgertest.BenchmarkVersusFloor).
 func BenchmarkIssueRedeem(b *testing.B) {
 	ctx := context.Background()
 	p := newPool(b)

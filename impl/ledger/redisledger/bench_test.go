@@ -13,7 +13,7 @@ import (
 // BenchmarkIssueRedeem measures one Issue plus one Redeem through the
 // ledger (two script calls), and beside it, with the same client in the
 // same run, the floor: a bare SET then GETDEL of a value of similar size;
-// then the two alternated call by call (ledgertest.BenchmarkVersusFloor).
+// then the two interleaved, each call timed (ledgertest.BenchmarkVersusFloor).
 func BenchmarkIssueRedeem(b *testing.B) {
 	ctx := context.Background()
 	c := newClient(b)
