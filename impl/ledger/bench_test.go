@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -174,6 +175,56 @@ func BenchmarkScalingControl(b *testing.B) {
 				sha256.Sum256(buf)
 			}
 		})
+	})
+}
+
+// BenchmarkScalingMapControl is the yardstick for memory-bound work: what
+// the in-memory store does per pair — a fresh 16-byte random id, an entry
+// and its 157 bytes of fields allocated, one map insert and one lookup, the
+// oldest entry deleted in FIFO order — on a map of 100,000 entries, but
+// each goroutine with a map of its own, so that no cache line is shared.
+// If parallel ns/op here is near serial ns/op divided by the cores while
+// the store's is not, what stops the store from scaling is what its
+// goroutines share, not the machine's memory.
+func BenchmarkScalingMapControl(b *testing.B) {
+	type entry struct {
+		id     ledger.ID
+		fields string
+	}
+	const size = 100_000
+	churn := func(next func() bool) {
+		m := make(map[ledger.ID]*entry, size)
+		fifo := make([]ledger.ID, 0, 2*size)
+		newID := func() ledger.ID {
+			var id ledger.ID
+			crand.Read(id[:])
+			return id
+		}
+		for range size {
+			id := newID()
+			m[id] = &entry{id: id}
+			fifo = append(fifo, id)
+		}
+		fields := make([]byte, 157)
+		for next() {
+			id := newID()
+			m[id] = &entry{id: id, fields: string(fields)}
+			fifo = append(fifo, id)
+			if m[id] == nil {
+				panic("lost an entry")
+			}
+			delete(m, fifo[0])
+			if fifo = fifo[1:]; cap(fifo) == len(fifo) {
+				fifo = append(make([]ledger.ID, 0, 2*size), fifo...)
+			}
+		}
+		if len(m) != size {
+			panic(fmt.Sprintf("map holds %d entries, want %d", len(m), size))
+		}
+	}
+	b.Run("serial", func(b *testing.B) { churn(b.Loop) })
+	b.Run("parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) { churn(pb.Next) })
 	})
 }
 
