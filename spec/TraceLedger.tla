@@ -56,11 +56,13 @@ TraceInit == Init /\ i = 1
 (* Steps the log cannot show, taken just in time: the human answers, and   *)
 (* an earlier effect is performed (freeing the client), only right before  *)
 (* a Redeem or Cancel that succeeds; a record is forgotten only right      *)
-(* before an event that finds it unknown.  Taken earlier, these steps      *)
+(* before an event that finds it unknown, and only in the store that       *)
+(* answers that event.  Taken earlier, or in another store, these steps    *)
 (* would change nothing observable (they commute with every event about    *)
 (* other approvals), so no trace is rejected for it, and the search stays  *)
 (* linear in the length of the trace instead of exponential in the number  *)
-(* of approvals.                                                           *)
+(* of approvals: a forget left optional in a store that no later event     *)
+(* asks would double the states for the rest of the trace.                 *)
 (***************************************************************************)
 Silent ==
     /\ i <= Len(Trace)
@@ -71,7 +73,7 @@ Silent ==
        \/ /\ ev.action = "Cancel" /\ ev.result = "ok"
           /\ \E c \in Clients : Decline(c, ev.id)
        \/ /\ ev.result = "unknown"
-          /\ \E s \in Stores : Forget(s, ev.id)
+          /\ Forget(StoreOf(ev.replica), ev.id)
        \/ /\ now < ev.t
           /\ now' = ev.t
           /\ UNCHANGED <<deployment, envelope, store, answer, req, effects, cancelled, spent, lost>>

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -238,28 +239,58 @@ const (
 // check runs TLC on evs and reports whether it accepted them as a behaviour
 // of the specification, with TLC's output. Deadlock checking is off: once
 // the trace is consumed, or when no step matches the next event, there is
-// no successor by design.
+// no successor by design. It fails t if the search was not linear in the
+// trace (see statesLimit).
 func check(t *testing.T, jar string, evs []event, start time.Time, deployment string) (bool, []byte) {
+	t.Helper()
+	traceSpec, err := os.ReadFile(filepath.Join("..", "TraceLedger.tla"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := runTLC(t, jar, evs, start, deployment, traceSpec)
+	t.Logf("TLC: %d distinct states for %d events", res.states, len(evs))
+	if limit := statesLimit(len(evs)); res.states > limit {
+		t.Errorf("TLC explored %d distinct states for %d events (limit %d): the trace search branches", res.states, len(evs), limit)
+	}
+	return res.accepted, res.out
+}
+
+// statesLimit bounds the distinct states TLC may explore for a trace of n
+// events. About 1.5 per event are needed (the event's step and the silent
+// steps just before it). The search must stay linear in the trace (see
+// Silent in TraceLedger.tla): a step left optional that no later event
+// needs doubles the states for the rest of the trace, and a long trace
+// then runs for minutes, as one did in CI before Forget was tied to the
+// answering store (TestTraceSearchIsLinear).
+func statesLimit(n int) int { return 4*n + 100 }
+
+type tlcResult struct {
+	accepted bool
+	states   int // distinct states explored
+	out      []byte
+}
+
+// runTLC checks evs against traceSpec, the text of TraceLedger.tla.
+func runTLC(t *testing.T, jar string, evs []event, start time.Time, deployment string, traceSpec []byte) tlcResult {
 	t.Helper()
 	tla, cfg, err := module(evs, start, deployment)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ledgerSpec, err := os.ReadFile(filepath.Join("..", "Ledger.tla"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	for _, m := range []string{"Ledger.tla", "TraceLedger.tla"} {
-		b, err := os.ReadFile(filepath.Join("..", m))
-		if err != nil {
+	for name, text := range map[string][]byte{
+		"Ledger.tla":        ledgerSpec,
+		"TraceLedger.tla":   traceSpec,
+		"MCTraceLedger.tla": []byte(tla),
+		"MCTraceLedger.cfg": []byte(cfg),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), text, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, m), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "MCTraceLedger.tla"), []byte(tla), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "MCTraceLedger.cfg"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
 	}
 	// A trace check is linear in the trace; minutes mean the search exploded.
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -281,14 +312,41 @@ func check(t *testing.T, jar string, evs []event, start time.Time, deployment st
 		t.Fatalf("TLC did not finish within 2 minutes:\n%s", out)
 	}
 	lines := strings.Split(string(out), "\n")
+	states, ok := distinctStates(lines)
+	if !ok {
+		t.Fatalf("TLC printed no count of distinct states:\n%s", out)
+	}
 	switch {
 	case exit == 12 && slices.Contains(lines, accepted):
-		return true, out
+		return tlcResult{accepted: true, states: states, out: out}
 	case exit == 0 && slices.Contains(lines, rejected):
-		return false, out
+		return tlcResult{accepted: false, states: states, out: out}
 	}
 	t.Fatalf("TLC exited %d with neither verdict:\n%s", exit, out)
-	return false, nil
+	return tlcResult{}
+}
+
+// distinctStates reads the last count of distinct states TLC printed.
+func distinctStates(lines []string) (int, bool) {
+	for _, l := range slices.Backward(lines) {
+		_, rest, found := strings.Cut(l, " states generated, ")
+		if !found {
+			_, rest, found = strings.Cut(l, " states generated (")
+			if found {
+				_, rest, found = strings.Cut(rest, "), ")
+			}
+		}
+		if !found {
+			continue
+		}
+		count, _, found := strings.Cut(rest, " distinct states found")
+		if !found {
+			continue
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(count, ",", ""))
+		return n, err == nil
+	}
+	return 0, false
 }
 
 // firstRejected returns the index of the event at which TLC first rejects
@@ -418,6 +476,56 @@ func TestTraceCheckTellsDeploymentsApart(t *testing.T) {
 			}
 			if ok, out := check(t, jar, evs, start, tc.checkedAs); ok {
 				t.Errorf("TLC accepted a %s trace as a %s behaviour:\n%s", tc.ran, tc.checkedAs, out)
+			}
+		})
+	}
+}
+
+// TestTraceSearchIsLinear is the negative control of statesLimit. Sixteen
+// confirmations are issued on r1 and, after their expiry plus grace, each
+// is redeemed on r2, which never saw them: "unknown" sixteen times, in the
+// memory deployment. TraceLedger accepts it within the limit. A variant
+// whose Silent step may forget a record in any store, as TraceLedger did
+// until a concurrent trace ran past TLC's two minutes in CI, accepts it
+// too but explores states by the thousand: each forget in r1's store, which
+// no later event asks, is left both done and undone.
+func TestTraceSearchIsLinear(t *testing.T) {
+	jar := tlcJar(t)
+	start := time.Unix(1_780_000_000, 0).UTC()
+	var evs []event
+	const n = 16
+	for i := range n {
+		evs = append(evs, event{Time: start, Action: "Issue", ID: fmt.Sprintf("a%d", i), Result: "ok", Replica: "r1"})
+	}
+	for i := range n {
+		evs = append(evs, event{Time: start.Add(ttl + grace), Action: "Redeem", ID: fmt.Sprintf("a%d", i), Result: "unknown", Replica: "r2"})
+	}
+	spec, err := os.ReadFile(filepath.Join("..", "TraceLedger.tla"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tied, anyStore = `Forget(StoreOf(ev.replica), ev.id)`, `\E s \in Stores : Forget(s, ev.id)`
+	branching := strings.Replace(string(spec), tied, anyStore, 1)
+	if branching == string(spec) {
+		t.Fatalf("TraceLedger.tla no longer contains %q: update this control", tied)
+	}
+	limit := statesLimit(len(evs))
+	for _, tc := range []struct {
+		name     string
+		spec     []byte
+		branches bool
+	}{
+		{"TraceLedger", spec, false},
+		{"forget-in-any-store", []byte(branching), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := runTLC(t, jar, evs, start, "memory", tc.spec)
+			if !res.accepted {
+				t.Fatalf("TLC rejected the trace:\n%s", res.out)
+			}
+			t.Logf("%d distinct states for %d events (limit %d)", res.states, len(evs), limit)
+			if got := res.states > limit; got != tc.branches {
+				t.Errorf("%d distinct states for %d events, limit %d: over the limit = %v, want %v", res.states, len(evs), limit, got, tc.branches)
 			}
 		})
 	}
