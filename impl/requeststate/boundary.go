@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -201,13 +202,56 @@ func (b *Boundary) Middleware() mcp.Middleware {
 				}
 				bind.Verified = true
 			}
-			res, err := next(context.WithValue(ctx, bindingKey{}, bind), method, req)
-			if err != nil {
-				return res, err
+			call := &afterCall{}
+			inner := context.WithValue(context.WithValue(ctx, bindingKey{}, bind), afterCallKey{}, call)
+			res, err := next(inner, method, req)
+			if err == nil {
+				res, err = b.sealResult(ctx, method, res, bind)
 			}
-			return b.sealResult(ctx, method, res, bind)
+			call.run(err)
+			return res, err
 		}
 	}
+}
+
+type afterCallKey struct{}
+
+// afterCall holds the functions AfterCall registered for one call.
+type afterCall struct {
+	mu    sync.Mutex
+	funcs []func(error)
+}
+
+func (c *afterCall) run(err error) {
+	c.mu.Lock()
+	funcs := c.funcs
+	c.funcs = nil
+	c.mu.Unlock()
+	for _, f := range funcs {
+		f(err)
+	}
+}
+
+// AfterCall registers f to run once the call in ctx has returned through
+// the boundary's middleware, with the error it ended in: nil when it
+// returned a result (an input_required one included). It reports false,
+// and f never runs, when ctx did not come through the middleware.
+//
+// It lets a handler undo what a first round recorded when the answer can
+// no longer come back. In the older protocol era go-sdk's shim, inside the
+// middleware, puts the first round's input requests to the client within
+// the same call and calls the handler again with the answers; if the
+// client's dialog fails, the shim ends the call with an error and the
+// handler never hears of it.
+func AfterCall(ctx context.Context, f func(err error)) bool {
+	c, ok := ctx.Value(afterCallKey{}).(*afterCall)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.funcs = append(c.funcs, f)
+	return true
 }
 
 func (b *Boundary) reject(ctx context.Context, method string, reason error) error {

@@ -51,5 +51,7 @@
 // installed by mcp.NewServer inside every later middleware, fulfils input
 // requests in-process and re-invokes the handler; that plaintext never leaves
 // the process and never passes this boundary. A requestState a client puts
-// on the wire is verified in both eras.
+// on the wire is verified in both eras. When the shim's in-process question
+// fails, it ends the call without calling the handler again; a handler that
+// recorded something in the first round learns of it through [AfterCall].
 package requeststate

@@ -604,3 +604,80 @@ func TestMiddlewareExactArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestAfterCall checks that a function registered with AfterCall runs once,
+// after the call, with the error the call ended in: nil for a result and
+// for an input_required one (whose state the boundary sealed), the error for
+// a failed call. Outside the middleware AfterCall refuses.
+func TestAfterCall(t *testing.T) {
+	if requeststate.AfterCall(context.Background(), func(error) { t.Error("ran") }) {
+		t.Fatal("AfterCall accepted a context that never passed the boundary")
+	}
+	b, err := requeststate.New(requeststate.Options{Audience: "after-call", Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef-test-key")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "after-call", Version: "v0"}, nil)
+	srv.AddReceivingMiddleware(b.Middleware())
+	var (
+		mu  sync.Mutex
+		got []error
+	)
+	srv.AddTool(&mcp.Tool{Name: "hook", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in struct{ Mode string }
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return nil, err
+		}
+		if !requeststate.AfterCall(ctx, func(err error) { mu.Lock(); got = append(got, err); mu.Unlock() }) {
+			return nil, errors.New("no boundary in the handler's context")
+		}
+		switch in.Mode {
+		case "ask":
+			return &mcp.CallToolResult{InputRequests: ask(), RequestState: plaintext}, nil
+		case "fail":
+			return nil, errors.New("the handler failed")
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v0"}, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, tc := range []struct {
+		mode    string
+		callErr bool // the call, and the registered function, see an error
+	}{{"result", false}, {"ask", false}, {"fail", true}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hook", Arguments: args(`{"mode":"` + tc.mode + `"}`)})
+			failed := err != nil || res.IsError
+			if failed != tc.callErr {
+				t.Fatalf("call failed = %v (err %v, result %+v), want %v", failed, err, res, tc.callErr)
+			}
+			if tc.mode == "ask" && (!res.NeedsInput() || res.RequestState == plaintext || res.RequestState == "") {
+				t.Fatalf("input_required result not sealed: %+v", res)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) != 1 {
+				t.Fatalf("the registered function ran %d times, want once", len(got))
+			}
+			if (got[0] != nil) != tc.callErr || (got[0] != nil) != (err != nil) {
+				t.Fatalf("the registered function saw %v; the call ended in %v", got[0], err)
+			}
+		})
+	}
+}
