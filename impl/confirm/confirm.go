@@ -20,12 +20,16 @@
 // principal, answered with action "accept" and confirm=true; a declined,
 // cancelled, replayed, expired or unknown confirmation never reaches Act.
 // A client that declared no elicitation capability is refused before
-// anything is issued.
+// anything is issued. A question whose call ends in an error before its
+// answer came back — in the older era, a client whose dialog failed inside
+// the call — is cancelled, so it holds no pending slot until it expires.
 //
 // What it does not do: seal the requestState (install
 // [requeststate.Boundary] — Run refuses to work without it), sanitize the
 // question (Ask must build it with package prompt), or re-check the object
-// acted on (Act must, against Question.Subject).
+// acted on (Act must, against Question.Subject). Nor can it see a 2026-07-28
+// client fail after the question reached it: that confirmation stays
+// pending until it expires, like any question left unanswered.
 package confirm
 
 import (
@@ -34,6 +38,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -146,6 +151,16 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 	}
 	// The audit record of what was asked: the ledger keeps only bindings.
 	f.log.Info("confirm: asked", "id", c.ID, "tool", b.Target, "question", q.Message)
+	// A call that ends in an error never delivered this question, or lost
+	// the answer: in the older era go-sdk's shim asks in-process and, when
+	// the client's dialog fails, ends the call without calling back. Cancel
+	// it, so that failing dialogs cannot pile up pending confirmations
+	// against the caps until they expire.
+	requeststate.AfterCall(ctx, func(err error) {
+		if err != nil {
+			f.cancelUnanswered(ctx, c.ID, err)
+		}
+	})
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{InputID: &mcp.ElicitParams{
 			Mode:            "form",
@@ -154,6 +169,23 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 		}},
 		RequestState: statePrefix + c.ID.String(),
 	}, nil
+}
+
+// cancelTimeout bounds the Cancel of a question whose call failed: the
+// call's own context may be done by then.
+const cancelTimeout = 5 * time.Second
+
+// cancelUnanswered cancels confirmation id, whose call ended in callErr
+// before an answer could redeem or cancel it. A confirmation the call did
+// spend (an approval whose action then failed) stays as it is.
+func (f *Flow) cancelUnanswered(ctx context.Context, id ledger.ID, callErr error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+	defer cancel()
+	if _, err := f.ledger.Cancel(ctx, id); err != nil {
+		f.log.Debug("confirm: call failed after its confirmation was spent", "id", id, "call_err", callErr, "err", err)
+		return
+	}
+	f.log.Info("confirm: cancelled: the call failed before an answer came back", "id", id, "call_err", callErr)
 }
 
 // RequestedSchema returns the form the question asks the person to fill in:

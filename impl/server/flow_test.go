@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 )
 
 // The happy path in every era over every transport: asked once, deleted once.
@@ -70,6 +73,40 @@ func TestDeclined(t *testing.T) {
 	res, err = retry(cs, f, state, yes())
 	wantToolRefusal(t, res, err, "declined earlier")
 	wantExists(t, f)
+}
+
+// A client whose dialog fails deletes nothing. On the older era go-sdk's
+// shim asks in-process inside the call and ends it with an error, so the
+// flow cancels the confirmation it issued: failing dialogs do not hold
+// pending confirmations against the caps. On 2026-07-28 the question went
+// back to the client in a completed call, and the client fails afterwards
+// without telling the server: the confirmation waits for its TTL, as any
+// unanswered question does.
+func TestFailingDialog(t *testing.T) {
+	for _, era := range []string{eraMRTR, eraLegacy} {
+		for _, transport := range []string{inMemory, httpT} {
+			t.Run(era+"/"+transport, func(t *testing.T) {
+				e := newEnv(t, envOptions{})
+				f := e.file("a.txt", "a")
+				ans := &answerer{fail: errors.New("the dialog could not be shown")}
+				res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
+				if err == nil && !res.IsError {
+					t.Fatalf("a failed dialog ended in success: %s", describe(res))
+				}
+				wantExists(t, f)
+				if len(ans.questions()) != 1 || e.issued() != 1 {
+					t.Fatalf("asked %d times, issued %d confirmations; want 1 and 1", len(ans.questions()), e.issued())
+				}
+				cancelled := e.count(ledger.ActionCancel, ledger.ResultOK)
+				if want := map[string]int{eraLegacy: 1, eraMRTR: 0}[era]; cancelled != want {
+					t.Fatalf("%d confirmations cancelled, want %d", cancelled, want)
+				}
+				if redeemed := e.count(ledger.ActionRedeem, ledger.ResultOK); redeemed != 0 {
+					t.Fatalf("%d confirmations redeemed", redeemed)
+				}
+			})
+		}
+	}
 }
 
 // A client that declared no elicitation capability gets a clear tool error

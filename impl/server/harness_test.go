@@ -113,12 +113,15 @@ func newEnv(t *testing.T, o envOptions) *env {
 }
 
 // issued counts the confirmations this server's ledger issued.
-func (e *env) issued() int {
+func (e *env) issued() int { return e.count(ledger.ActionIssue, ledger.ResultOK) }
+
+// count counts the ledger's events of action a with result r.
+func (e *env) count(a ledger.Action, r ledger.Result) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
 	for _, ev := range e.events {
-		if ev.Action == ledger.ActionIssue && ev.Result == ledger.ResultOK {
+		if ev.Action == a && ev.Result == r {
 			n++
 		}
 	}
@@ -143,6 +146,7 @@ func (e *env) file(name, content string) string {
 type answerer struct {
 	action  string // "accept", "decline" or "cancel"
 	confirm bool
+	fail    error // if set, the dialog fails with it instead of answering
 	mu      sync.Mutex
 	asked   []string
 }
@@ -151,6 +155,9 @@ func (a *answerer) handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 	a.mu.Lock()
 	a.asked = append(a.asked, req.Params.Message)
 	a.mu.Unlock()
+	if a.fail != nil {
+		return nil, a.fail
+	}
 	r := &mcp.ElicitResult{Action: a.action}
 	if a.action == "accept" {
 		r.Content = map[string]any{"confirm": a.confirm}
