@@ -123,3 +123,54 @@ func ExampleArgumentsDigest() {
 	// false
 	// requeststate: unacceptable arguments: duplicate object key
 }
+
+// In the older protocol era go-sdk asks the client in-process, inside the
+// call. When the client's dialog fails the call ends in an error and the
+// handler is never called again: AfterCall is where its first round learns
+// of it and undoes what it recorded.
+func ExampleAfterCall() {
+	ctx := context.Background()
+	b, err := requeststate.New(requeststate.Options{Audience: "files", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "v1"}, nil)
+	server.AddReceivingMiddleware(b.Middleware())
+	server.AddTool(&mcp.Tool{Name: "delete_file", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if req.Params.RequestState != "" {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deleted"}}}, nil
+			}
+			fmt.Println("recorded pending confirmation 7")
+			requeststate.AfterCall(ctx, func(err error) {
+				if err != nil {
+					fmt.Println("the call failed: cancelling confirmation 7")
+				}
+			})
+			return &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{Message: "Delete a.txt?"}},
+				RequestState:  "confirmation-id-7",
+			}, nil
+		})
+
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := server.Connect(ctx, st, nil); err != nil {
+		log.Fatal(err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("the dialog could not be shown")
+		},
+	})
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cs.Close()
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": "a.txt"}})
+	fmt.Println("call failed:", err != nil)
+	// Output:
+	// recorded pending confirmation 7
+	// the call failed: cancelling confirmation 7
+	// call failed: true
+}
