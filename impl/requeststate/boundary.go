@@ -220,12 +220,13 @@ type afterCallKey struct{}
 type afterCall struct {
 	mu    sync.Mutex
 	funcs []func(error)
+	done  bool // the call has returned: too late to register
 }
 
 func (c *afterCall) run(err error) {
 	c.mu.Lock()
 	funcs := c.funcs
-	c.funcs = nil
+	c.funcs, c.done = nil, true
 	c.mu.Unlock()
 	for _, f := range funcs {
 		f(err)
@@ -235,7 +236,8 @@ func (c *afterCall) run(err error) {
 // AfterCall registers f to run once the call in ctx has returned through
 // the boundary's middleware, with the error it ended in: nil when it
 // returned a result (an input_required one included). It reports false,
-// and f never runs, when ctx did not come through the middleware.
+// and f never runs, when ctx did not come through the middleware or its
+// call has already returned.
 //
 // It lets a handler undo what a first round recorded when the answer can
 // no longer come back. In the older protocol era go-sdk's shim, inside the
@@ -250,6 +252,9 @@ func AfterCall(ctx context.Context, f func(err error)) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.done {
+		return false
+	}
 	c.funcs = append(c.funcs, f)
 	return true
 }

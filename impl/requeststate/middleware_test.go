@@ -620,8 +620,9 @@ func TestAfterCall(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "after-call", Version: "v0"}, nil)
 	srv.AddReceivingMiddleware(b.Middleware())
 	var (
-		mu  sync.Mutex
-		got []error
+		mu   sync.Mutex
+		got  []error
+		late context.Context // a handler's context, kept past its call
 	)
 	srv.AddTool(&mcp.Tool{Name: "hook", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var in struct{ Mode string }
@@ -631,6 +632,9 @@ func TestAfterCall(t *testing.T) {
 		if !requeststate.AfterCall(ctx, func(err error) { mu.Lock(); got = append(got, err); mu.Unlock() }) {
 			return nil, errors.New("no boundary in the handler's context")
 		}
+		mu.Lock()
+		late = ctx
+		mu.Unlock()
 		switch in.Mode {
 		case "ask":
 			return &mcp.CallToolResult{InputRequests: ask(), RequestState: plaintext}, nil
@@ -679,5 +683,10 @@ func TestAfterCall(t *testing.T) {
 				t.Fatalf("the registered function saw %v; the call ended in %v", got[0], err)
 			}
 		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if late == nil || requeststate.AfterCall(late, func(error) { t.Error("ran after its call") }) {
+		t.Fatal("AfterCall accepted a function after its call had returned")
 	}
 }
