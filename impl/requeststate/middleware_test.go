@@ -613,18 +613,13 @@ func TestAfterCall(t *testing.T) {
 	if requeststate.AfterCall(context.Background(), func(error) { t.Error("ran") }) {
 		t.Fatal("AfterCall accepted a context that never passed the boundary")
 	}
-	b, err := requeststate.New(requeststate.Options{Audience: "after-call", Keys: [][]byte{[]byte("0123456789abcdef0123456789abcdef-test-key")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "after-call", Version: "v0"}, nil)
-	srv.AddReceivingMiddleware(b.Middleware())
+	f := newFixture(t, requeststate.Options{})
 	var (
 		mu   sync.Mutex
 		got  []error
 		late context.Context // a handler's context, kept past its call
 	)
-	srv.AddTool(&mcp.Tool{Name: "hook", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	f.srv.AddTool(&mcp.Tool{Name: "hook", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var in struct{ Mode string }
 		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
 			return nil, err
@@ -644,20 +639,7 @@ func TestAfterCall(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
 	ctx := context.Background()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v0"}, &mcp.ClientOptions{
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-	})
-	cs, err := client.Connect(ctx, ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := f.connect(t, "")
 	for _, tc := range []struct {
 		mode    string
 		callErr bool // the call, and the registered function, see an error
