@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,10 +35,12 @@ var getdelScript = redis.NewScript(`return redis.call('GETDEL', KEYS[1])`)
 //     token is gone, and a resent transaction finds its own marker — but
 //     eight commands.
 //
-// The four run call by call in turn, the order rotating, so that all see
-// the same machine; serial only. Each take is checked: a design that did
-// not take its entry fails the benchmark. It reports each design's mean
-// time per take (ns/take) and its ratio to getdel.
+// serial: the four take call by call in turn, the order rotating, so that
+// all see the same machine. parallel: from GOMAXPROCS goroutines, in 20 ms
+// phases of one design each, so that a design's takes run beside its own.
+// Each take is checked: a design that did not take its entry fails the
+// benchmark. Each reports every design's mean time per take (ns/take) and
+// its ratio to getdel.
 func BenchmarkSpendDesigns(b *testing.B) {
 	ctx := context.Background()
 	c := newClient(b)
@@ -103,33 +106,82 @@ func BenchmarkSpendDesigns(b *testing.B) {
 			}},
 	}
 
-	took := make([]time.Duration, len(designs))
-	keys := make([]string, len(designs))
-	confs := make([]ledger.Confirmation, len(designs))
-	i := 0
-	for b.Loop() {
+	// take puts a fresh entry for design d (untimed) and takes it (timed).
+	take := func(b *testing.B, d int) (time.Duration, error) {
+		conf := ledgertest.Fresh(b)
+		key := fmt.Sprintf("%sdesign:%s:%s", ns, designs[d].name, conf.ID)
+		if err := designs[d].put(key, conf); err != nil {
+			return 0, fmt.Errorf("%s: put: %w", designs[d].name, err)
+		}
+		t0 := time.Now()
+		if err := designs[d].take(key, conf); err != nil {
+			return 0, fmt.Errorf("%s: take: %w", designs[d].name, err)
+		}
+		return time.Since(t0), nil
+	}
+	report := func(b *testing.B, took []time.Duration, takes []int64) {
 		for d := range designs {
-			confs[d] = ledgertest.Fresh(b)
-			keys[d] = fmt.Sprintf("%sdesign:%s:%s", ns, designs[d].name, confs[d].ID)
-			if err := designs[d].put(keys[d], confs[d]); err != nil {
-				b.Fatalf("%s: put: %v", designs[d].name, err)
+			if takes[d] == 0 {
+				return // a run shorter than a round of phases: nothing to compare
 			}
 		}
-		for j := range designs {
-			d := (i + j) % len(designs)
-			t0 := time.Now()
-			err := designs[d].take(keys[d], confs[d])
-			took[d] += time.Since(t0)
-			if err != nil {
-				b.Fatalf("%s: take: %v", designs[d].name, err)
-			}
+		mean := func(d int) float64 { return float64(took[d].Nanoseconds()) / float64(takes[d]) }
+		for d := range designs {
+			b.ReportMetric(mean(d), designs[d].name+"-ns/take")
 		}
-		i++
+		for d := 1; d < len(designs); d++ {
+			b.ReportMetric(mean(d)/mean(0), designs[d].name+"/getdel")
+		}
 	}
-	for d := range designs {
-		b.ReportMetric(float64(took[d].Nanoseconds())/float64(b.N), designs[d].name+"-ns/take")
-	}
-	for d := range designs[1:] {
-		b.ReportMetric(float64(took[d+1])/float64(took[0]), designs[d+1].name+"/getdel")
-	}
+
+	// serial: the designs take in turn, call by call, the order rotating.
+	b.Run("serial", func(b *testing.B) {
+		took := make([]time.Duration, len(designs))
+		takes := make([]int64, len(designs))
+		i := 0
+		for b.Loop() {
+			for j := range designs {
+				d := (i + j) % len(designs)
+				t, err := take(b, d)
+				if err != nil {
+					b.Fatal(err)
+				}
+				took[d] += t
+				takes[d]++
+			}
+			i++
+		}
+		report(b, took, takes)
+	})
+
+	// parallel: GOMAXPROCS goroutines; time is cut into 20 ms phases, one
+	// design per phase in turn, and every goroutine takes with the design
+	// of the phase it is in, so that a design's takes run beside takes of
+	// the same design (as BenchmarkVersusFloor's parallel phases do) and
+	// its mean time per take is the inverse of its throughput.
+	b.Run("parallel", func(b *testing.B) {
+		const phase = 20 * time.Millisecond
+		var (
+			took  = make([]atomic.Int64, len(designs))
+			takes = make([]atomic.Int64, len(designs))
+		)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				d := int(time.Now().UnixNano() / int64(phase) % int64(len(designs)))
+				t, err := take(b, d)
+				if err != nil {
+					b.Error(err) // not Fatal: this is not the benchmark's goroutine
+					return
+				}
+				took[d].Add(int64(t))
+				takes[d].Add(1)
+			}
+		})
+		sums := make([]time.Duration, len(designs))
+		counts := make([]int64, len(designs))
+		for d := range designs {
+			sums[d], counts[d] = time.Duration(took[d].Load()), takes[d].Load()
+		}
+		report(b, sums, counts)
+	})
 }
