@@ -195,6 +195,15 @@ func cpuNanos() int64 {
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
+// numGC returns how many garbage collections the process has completed:
+// the call benchmarks report collections per call (gcs/op), since the
+// collector's share of a call is most of what moves it from run to run.
+func numGC() uint32 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.NumGC
+}
+
 // warmup is how many untimed calls runCalls makes first, so that the
 // process's first-use costs (go-sdk's schema and JSON caches, the heap's
 // growth) fall on neither benchmark, rather than on whichever runs first.
@@ -209,6 +218,7 @@ func runCalls(b *testing.B, cs *mcp.ClientSession, a *accept) {
 	// Start from a collected heap: the garbage an earlier benchmark left
 	// is not collected on this one's time.
 	runtime.GC()
+	gcs := numGC()
 	start := cpuNanos()
 	for b.Loop() {
 		if err := call(cs); err != nil {
@@ -216,6 +226,7 @@ func runCalls(b *testing.B, cs *mcp.ClientSession, a *accept) {
 		}
 	}
 	b.ReportMetric(float64(cpuNanos()-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(numGC()-gcs)/float64(b.N), "gcs/op")
 	if got := a.asked.Load(); got != int64(warmup+b.N) {
 		b.Fatalf("the client answered %d questions in %d calls", got, warmup+b.N)
 	}
