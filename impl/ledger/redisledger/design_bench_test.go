@@ -157,8 +157,9 @@ func BenchmarkSpendDesigns(b *testing.B) {
 	// parallel: GOMAXPROCS goroutines; time is cut into 20 ms phases, one
 	// design per phase in turn, and every goroutine takes with the design
 	// of the phase it is in, so that a design's takes run beside takes of
-	// the same design (as BenchmarkVersusFloor's parallel phases do) and
-	// its mean time per take is the inverse of its throughput.
+	// the same design (as BenchmarkVersusFloor's parallel phases do), and
+	// with a fixed number of goroutines the ratio of two designs' mean
+	// times per take is the inverse ratio of their throughputs.
 	b.Run("parallel", func(b *testing.B) {
 		const phase = 20 * time.Millisecond
 		var (
