@@ -16,34 +16,30 @@ import (
 
 // The happy path in every era over every transport: asked once, deleted once.
 func TestDeleteConfirmed(t *testing.T) {
-	for _, era := range []string{eraMRTR, eraLegacy} {
-		for _, transport := range []string{inMemory, httpT} {
-			t.Run(era+"/"+transport, func(t *testing.T) {
-				e := newEnv(t, envOptions{})
-				f := e.file("dir/report.pdf", "12345")
-				keep := e.file("dir/keep.txt", "k")
-				ans := accept()
-				res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
-				wantDeleted(t, res, err, f)
-				wantExists(t, keep)
-				qs := ans.questions()
-				if len(qs) != 1 {
-					t.Fatalf("asked %d times, want 1", len(qs))
-				}
-				if !strings.Contains(qs[0], "report.pdf") || !strings.Contains(qs[0], "5 bytes") {
-					t.Fatalf("question %q does not show the path and size", qs[0])
-				}
-				if e.issued() != 1 {
-					t.Fatalf("issued %d confirmations, want 1", e.issued())
-				}
-				// The ledger keeps no wording: the log is the record of what
-				// was asked.
-				if log := e.log.String(); !strings.Contains(log, "confirm: asked") || !strings.Contains(log, "report.pdf") {
-					t.Fatalf("the log does not record the question:\n%s", log)
-				}
-			})
+	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
+		e := newEnv(t, envOptions{})
+		f := e.file("dir/report.pdf", "12345")
+		keep := e.file("dir/keep.txt", "k")
+		ans := accept()
+		res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
+		wantDeleted(t, res, err, f)
+		wantExists(t, keep)
+		qs := ans.questions()
+		if len(qs) != 1 {
+			t.Fatalf("asked %d times, want 1", len(qs))
 		}
-	}
+		if !strings.Contains(qs[0], "report.pdf") || !strings.Contains(qs[0], "5 bytes") {
+			t.Fatalf("question %q does not show the path and size", qs[0])
+		}
+		if e.issued() != 1 {
+			t.Fatalf("issued %d confirmations, want 1", e.issued())
+		}
+		// The ledger keeps no wording: the log is the record of what
+		// was asked.
+		if log := e.log.String(); !strings.Contains(log, "confirm: asked") || !strings.Contains(log, "report.pdf") {
+			t.Fatalf("the log does not record the question:\n%s", log)
+		}
+	})
 }
 
 // A declined or cancelled dialog deletes nothing, and spends the
@@ -83,49 +79,41 @@ func TestDeclined(t *testing.T) {
 // without telling the server: the confirmation waits for its TTL, as any
 // unanswered question does.
 func TestFailingDialog(t *testing.T) {
-	for _, era := range []string{eraMRTR, eraLegacy} {
-		for _, transport := range []string{inMemory, httpT} {
-			t.Run(era+"/"+transport, func(t *testing.T) {
-				e := newEnv(t, envOptions{})
-				f := e.file("a.txt", "a")
-				ans := &answerer{fail: errors.New("the dialog could not be shown")}
-				res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
-				if err == nil && !res.IsError {
-					t.Fatalf("a failed dialog ended in success: %s", describe(res))
-				}
-				wantExists(t, f)
-				if len(ans.questions()) != 1 || e.issued() != 1 {
-					t.Fatalf("asked %d times, issued %d confirmations; want 1 and 1", len(ans.questions()), e.issued())
-				}
-				cancelled := e.count(ledger.ActionCancel, ledger.ResultOK)
-				if want := map[string]int{eraLegacy: 1, eraMRTR: 0}[era]; cancelled != want {
-					t.Fatalf("%d confirmations cancelled, want %d", cancelled, want)
-				}
-				if redeemed := e.count(ledger.ActionRedeem, ledger.ResultOK); redeemed != 0 {
-					t.Fatalf("%d confirmations redeemed", redeemed)
-				}
-			})
+	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
+		e := newEnv(t, envOptions{})
+		f := e.file("a.txt", "a")
+		ans := &answerer{fail: errors.New("the dialog could not be shown")}
+		res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
+		if err == nil && !res.IsError {
+			t.Fatalf("a failed dialog ended in success: %s", describe(res))
 		}
-	}
+		wantExists(t, f)
+		if len(ans.questions()) != 1 || e.issued() != 1 {
+			t.Fatalf("asked %d times, issued %d confirmations; want 1 and 1", len(ans.questions()), e.issued())
+		}
+		cancelled := e.count(ledger.ActionCancel, ledger.ResultOK)
+		if want := map[string]int{eraLegacy: 1, eraMRTR: 0}[era]; cancelled != want {
+			t.Fatalf("%d confirmations cancelled, want %d", cancelled, want)
+		}
+		if redeemed := e.count(ledger.ActionRedeem, ledger.ResultOK); redeemed != 0 {
+			t.Fatalf("%d confirmations redeemed", redeemed)
+		}
+	})
 }
 
 // A client that declared no elicitation capability gets a clear tool error
 // at once (no hang, no code-0 protocol error), and nothing is issued.
 func TestClientWithoutElicitation(t *testing.T) {
-	for _, era := range []string{eraMRTR, eraLegacy} {
-		for _, transport := range []string{inMemory, httpT} {
-			t.Run(era+"/"+transport, func(t *testing.T) {
-				e := newEnv(t, envOptions{})
-				f := e.file("a.txt", "a")
-				res, err := call(e.connect(clientOptions{era: era, transport: transport}), f)
-				wantToolRefusal(t, res, err, "cannot show a confirmation dialog")
-				wantExists(t, f)
-				if e.issued() != 0 {
-					t.Fatal("a confirmation was issued")
-				}
-			})
+	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
+		e := newEnv(t, envOptions{})
+		f := e.file("a.txt", "a")
+		res, err := call(e.connect(clientOptions{era: era, transport: transport}), f)
+		wantToolRefusal(t, res, err, "cannot show a confirmation dialog")
+		wantExists(t, f)
+		if e.issued() != 0 {
+			t.Fatal("a confirmation was issued")
 		}
-	}
+	})
 }
 
 // Key rotation: a server whose ring is [new, old] accepts states sealed

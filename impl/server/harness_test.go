@@ -180,6 +180,16 @@ const (
 	httpT    = "http"
 )
 
+// eachEraAndTransport runs f as subtest era/transport for both protocol
+// eras over both transports.
+func eachEraAndTransport(t *testing.T, f func(t *testing.T, era, transport string)) {
+	for _, era := range []string{eraMRTR, eraLegacy} {
+		for _, transport := range []string{inMemory, httpT} {
+			t.Run(era+"/"+transport, func(t *testing.T) { f(t, era, transport) })
+		}
+	}
+}
+
 type clientOptions struct {
 	era       string
 	transport string
