@@ -18,6 +18,32 @@ import (
 // getdelScript is the cheapest a script can be: one call, the floor's own.
 var getdelScript = redis.NewScript(`return redis.call('GETDEL', KEYS[1])`)
 
+// oldSpendScript is the store's Spend before 3 December (layout "c2:"): a
+// compare-and-set in Lua over an entry whose first 52 bytes are its state,
+// the nonces of its Spend and Add, and its expiry in unix microseconds.
+var oldSpendScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then return 0 end
+local state, exp = string.sub(v, 1, 1), tonumber(string.sub(v, 34, 52))
+if #v < 52 or not exp then return redis.error_reply('corrupt entry') end
+if string.sub(v, 1, 17) == ARGV[1] then return v end
+local t = redis.call('TIME')
+if tonumber(t[1]) * 1000000 + tonumber(t[2]) >= exp then return 1 end
+if state == 'r' then return 2 end
+if state == 'c' then return 3 end
+if state ~= 'p' then return redis.error_reply('corrupt entry state') end
+redis.call('SETRANGE', KEYS[1], 0, ARGV[1])
+redis.call('ZREM', KEYS[2], string.sub(KEYS[1], -32))
+return v
+`)
+
+// oldValue is a pending entry of c in oldSpendScript's layout, the fields
+// stood in for by filler of their length.
+func oldValue(c ledger.Confirmation) string {
+	return fmt.Sprintf("p%s%019d%s", strings.Repeat("\x00", 32), c.Expires.UnixMicro(),
+		strings.Repeat("v", 4+len(c.Tool+c.ArgsDigest+c.Principal+c.Subject)+15))
+}
+
 // BenchmarkSpendDesigns weighs the store's Spend against the floor and
 // against the designs BENCHMARKS.md considered for it, each taking one
 // entry that the same client put just before (the puts are not timed):
@@ -25,7 +51,12 @@ var getdelScript = redis.NewScript(`return redis.call('GETDEL', KEYS[1])`)
 //   - getdel: the floor, a bare GETDEL of a value the entry's size.
 //   - script: EVALSHA of a script that makes that one GETDEL: what any
 //     script costs before it does anything.
-//   - store: Store.Spend, the kept script (GET, TIME, SETRANGE, ZREM).
+//   - store: Store.Spend: LPUSHX of its marker onto the token, GET of the
+//     entry, ZREM from the pending set, in one pipeline.
+//   - storetx: the same three commands in MULTI/EXEC, what making the whole
+//     Spend one atomic step would cost.
+//   - oldscript: the store's Spend before 3 December, a Lua script of four
+//     calls (GET, TIME, SETRANGE, ZREM) over an entry holding its state.
 //   - multi: a compare-and-set without a script, for Redis 7.0, in one
 //     MULTI/EXEC: LPUSHX the spender's marker onto a pending token (a
 //     list whose key expires at Expires, so that the server's clock
@@ -35,7 +66,7 @@ var getdelScript = redis.NewScript(`return redis.call('GETDEL', KEYS[1])`)
 //     token is gone, and a resent transaction finds its own marker — but
 //     eight commands.
 //
-// serial: the four take call by call in turn, the order rotating, so that
+// serial: the designs take call by call in turn, the order rotating, so that
 // all see the same machine. parallel: from GOMAXPROCS goroutines, in 20 ms
 // phases of one design each, so that a design's takes run beside its own.
 // Each take is checked: a design that did not take its entry fails the
@@ -48,7 +79,7 @@ func BenchmarkSpendDesigns(b *testing.B) {
 	store := newStore(b, c, redisledger.Options{Namespace: ns})
 	proto := ledgertest.Fresh(b)
 	// The entry's size: header, four length-prefixed fields, the expiry.
-	value := strings.Repeat("v", 52+4+len(proto.Tool+proto.ArgsDigest+proto.Principal+proto.Subject)+15)
+	value := strings.Repeat("v", 35+4+len(proto.Tool+proto.ArgsDigest+proto.Principal+proto.Subject)+15)
 	marker := "r" + strings.Repeat("n", 16)
 	pendingSet := ns + "design:pending"
 
@@ -73,6 +104,47 @@ func BenchmarkSpendDesigns(b *testing.B) {
 			put: func(_ string, conf ledger.Confirmation) error { return store.Add(ctx, conf) },
 			take: func(_ string, conf ledger.Confirmation) error {
 				_, err := store.Spend(ctx, conf.ID, ledger.Redeemed)
+				return err
+			}},
+		{name: "storetx",
+			put: func(key string, conf ledger.Confirmation) error {
+				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+					p.RPush(ctx, key+":token", "p")
+					p.PExpireAt(ctx, key+":token", conf.Expires)
+					p.Set(ctx, key, value, time.Hour)
+					p.ZAdd(ctx, pendingSet, redis.Z{Score: float64(conf.Expires.UnixMicro()), Member: key})
+					return nil
+				})
+				return err
+			},
+			take: func(key string, _ ledger.Confirmation) error {
+				var pushed *redis.IntCmd
+				var entry *redis.StringCmd
+				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					pushed = p.LPushX(ctx, key+":token", marker)
+					entry = p.Get(ctx, key)
+					p.ZRem(ctx, pendingSet, key)
+					return nil
+				})
+				if err == nil && (pushed.Val() != 2 || entry.Val() != value) {
+					err = fmt.Errorf("storetx did not take its entry: LPUSHX %d, entry %d bytes", pushed.Val(), len(entry.Val()))
+				}
+				return err
+			}},
+		{name: "oldscript",
+			put: func(key string, conf ledger.Confirmation) error {
+				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+					p.Set(ctx, key, oldValue(conf), time.Hour)
+					p.ZAdd(ctx, pendingSet, redis.Z{Score: float64(conf.Expires.UnixMicro()), Member: key[len(key)-32:]})
+					return nil
+				})
+				return err
+			},
+			take: func(key string, conf ledger.Confirmation) error {
+				v, err := oldSpendScript.Run(ctx, c, []string{key, pendingSet}, marker).Text()
+				if err == nil && len(v) != len(oldValue(conf)) {
+					err = fmt.Errorf("oldscript took %q, want the entry", v)
+				}
 				return err
 			}},
 		{name: "multi",

@@ -5,31 +5,46 @@
 //
 // # What it guarantees
 //
-// Spend is one Lua script, which Redis runs atomically: it reads the entry,
-// decides on the Redis server's clock (TIME) whether it has expired, and
-// moves it from pending to redeemed or cancelled in the same step. Of any
-// number of concurrent Spend calls for one id, from any number of processes,
-// at most one succeeds. Add is a script too: it refuses an id that exists
-// ([ledger.ErrExists], even when the namespace is full) and, when the
-// namespace already holds [Options.MaxPending] unexpired pending
+// A confirmation is two keys: its entry, written once by Add and never
+// changed, and its token, a list that exists while the confirmation is
+// pending or spent and whose key expires at Expires on the Redis server's
+// clock. Spend pushes its marker onto the token with LPUSHX, one command,
+// which Redis runs atomically: it finds no token once Expires has passed,
+// and only the first push onto a pending token makes a list of two. Of any
+// number of concurrent Spend calls for one id, from any number of
+// processes, at most one succeeds. A later one reads the winner's marker to
+// answer spent or cancelled. Add is a Lua script: it refuses an id that
+// exists ([ledger.ErrExists], even when the namespace is full) and, when
+// the namespace already holds [Options.MaxPending] unexpired pending
 // confirmations, refuses with [ledger.ErrFull]. Every field round-trips
 // byte for byte, and Expires to the nanosecond with its zone offset: the
 // store encodes them, length-prefixed, into one binary-safe Redis string
-// that the scripts never parse.
+// that the script never parses.
+//
+// Spend is one round trip of three plain commands, not a script: LPUSHX
+// decides; GET reads the entry, which never changes; ZREM drops the id
+// from the set that counts pending confirmations, and every contender may.
+// An Add that runs between a winning LPUSHX and its ZREM still counts the
+// confirmation as pending: it may refuse with ErrFull an instant early,
+// never admit one past MaxPending. A Spend cut off between the two (a
+// dropped connection) leaves the id counted until its Expires.
 //
 // Expires itself is set by the issuing replica's clock ([ledger.Ledger]'s
 // Now): a skew between that clock and Redis's lengthens or shortens the
-// TTL by the skew.
+// TTL by the skew. Redis expires keys by the millisecond, so a
+// confirmation stops being redeemable when Redis's clock reaches its
+// Expires rounded down to the millisecond: up to 1 ms early, never late.
 //
-// Each entry carries a Redis key expiry at its Expires plus [Options.Grace]:
-// until then a replayed or late answer is refused as spent, cancelled or
-// expired; afterwards the key is gone and the answer is refused as unknown.
+// The entry's key expires at Expires plus [Options.Grace]: until then a
+// replayed or late answer is refused as spent, cancelled or expired;
+// afterwards the keys are gone and the answer is refused as unknown.
 // Nothing needs sweeping and the store starts no goroutines.
 //
 // A command that go-redis retries after a lost reply (a dropped connection)
-// is recognised by the script: each call carries a random nonce, kept in
-// the entry, and a retry of the call that already added or spent the entry
-// gets that success back instead of [ledger.ErrExists] or [ledger.ErrSpent].
+// is recognised: each call carries a random nonce, kept in the entry (Add)
+// or in its marker (Spend), and a retry of the call that already added or
+// spent the entry gets that success back instead of [ledger.ErrExists] or
+// [ledger.ErrSpent].
 //
 // # What it does not guarantee
 //
@@ -44,35 +59,34 @@
 // (maxmemory) is safe in the same way.
 //
 // Memory: every Add costs one string that lives until Expires+Grace,
-// whatever its state (MEMORY USAGE reports 264 bytes for the default
-// namespace and short fields, on Redis 7.0; long fields add their length),
-// plus one sorted-set member (about 130 bytes) until it is spent. A member
-// that expires unspent is dropped only when the namespace reaches
-// MaxPending, or with the whole set when its last member expires.
-// MaxPending bounds the pending confirmations of a namespace; it does not
-// bound spent ones, which are at most the spend rate times (TTL + Grace).
-// There is no per-principal cap (the in-memory store has one): callers who
-// need it must rate-limit principals before Issue. Set maxmemory with
-// headroom.
+// whatever its state, and one list until Expires (MEMORY USAGE reports 264
+// and 200 bytes for the default namespace and short fields, on Redis 7.0;
+// long fields add their length to the string), plus one sorted-set member
+// (about 130 bytes) until it is spent. A member that expires unspent is
+// dropped only when the namespace reaches MaxPending, or with the whole set
+// when its last member expires. MaxPending bounds the pending
+// confirmations of a namespace; it does not bound spent ones, which are at
+// most the spend rate times (TTL + Grace). There is no per-principal cap
+// (the in-memory store has one): callers who need it must rate-limit
+// principals before Issue. Set maxmemory with headroom.
 //
-// Keys are Namespace+"c2:"+hex(id) for entries and Namespace+"pending"
-// for the set of pending ids, scored by expiry. Add and Spend touch both
-// keys in one script, so on Redis Cluster the namespace must contain a
-// hash tag ("{...}", as the default does) to put them in one slot. An
-// entry is one string: a fixed-width header (state, the nonces of its Add
-// and Spend, its expiry in microseconds) that the scripts read and
-// rewrite in place, then the confirmation. The store needs Redis 7.0 or
-// later (SET NX GET, PEXPIREAT GT): [Open] checks; with [New], the caller
-// must.
+// Keys are Namespace+"c3:"+hex(id) for entries, Namespace+"t3:"+hex(id)
+// for tokens and Namespace+"pending" for the set of pending ids, scored by
+// expiry. Add and Spend touch all three, so on Redis Cluster the namespace
+// must contain a hash tag ("{...}", as the default does) to put them in one
+// slot. The store needs Redis 7.0 or later (SET NX GET, PEXPIREAT GT):
+// [Open] checks; with [New], the caller must.
 //
 // Versions before this layout kept each entry as a hash under
-// Namespace+"c:". Those entries are never read: a confirmation issued
-// before an upgrade is refused as unknown (safe: the person is asked
-// again), and its hash expires at its own Expires+Grace. Both layouts
-// share the pending set, so during a rolling upgrade old and new replicas
-// count against one MaxPending. A key in the namespace of a type this store
-// does not write (WRONGTYPE), or a mangled entry, fails the call with an
-// error that is no ledger answer, and Add never overwrites it.
+// Namespace+"c:", or as one string, state included, under Namespace+"c2:".
+// Those entries are never read: a confirmation issued before an upgrade is
+// refused as unknown (safe: the person is asked again), and its key
+// expires at its own Expires+Grace. All layouts share the pending set, so
+// during a rolling upgrade old and new replicas count against one
+// MaxPending. A key in the namespace of a type this store does not write
+// (WRONGTYPE), a mangled entry, or a token whose entry is gone fails the
+// call with an error that is no ledger answer, and Add never overwrites
+// it.
 //
 // # Why go-redis
 //
@@ -84,8 +98,8 @@
 // and Cluster, so callers can hand in the client they already run.
 // rueidis is faster (automatic pipelining, client-side caching), but its
 // command-builder API is heavier and those strengths buy little here: each
-// operation is one script call whose cost is the round trip and the
-// script, not the client's encoding (a CPU profile of BenchmarkIssueRedeem,
+// operation is one round trip whose cost is the round trip and the
+// server's work, not the client's encoding (a CPU profile of BenchmarkIssueRedeem,
 // which runs beside a bare SET+GETDEL floor, shows the client busy less
 // than a tenth of the wall time).
 package redisledger
@@ -134,7 +148,9 @@ const (
 // any number of Stores (in any number of processes) with the same
 // namespace on the same Redis share one ledger.
 //
-// Add and Spend each make one round trip (one script). An error that is not
+// Add and Spend each make one round trip (a script; three commands in a
+// pipeline), and a Spend that loses to another makes a second to read the
+// winner's marker. An error that is not
 // one of the ledger's sentinels — Redis unreachable, a deadline, a closed
 // store — means the outcome is unknown, as [ledger.Store] requires.
 type Store struct {
@@ -143,6 +159,7 @@ type Store struct {
 	closed     atomic.Bool
 	ns         string
 	entries    string // key prefix of entries
+	tokens     string // key prefix of tokens
 	pendingKey string
 	grace      time.Duration
 	maxPending int
@@ -174,7 +191,7 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 	if s.maxPending == 0 {
 		s.maxPending = DefaultMaxPending
 	}
-	s.entries, s.pendingKey = s.ns+"c2:", s.ns+"pending"
+	s.entries, s.tokens, s.pendingKey = s.ns+"c3:", s.ns+"t3:", s.ns+"pending"
 	s.maxArg = s.maxPending
 	return s, nil
 }
@@ -253,40 +270,51 @@ func (s *Store) Close() error {
 
 var errClosed = errors.New("redisledger: store closed")
 
-// An entry is one Redis string: a header of fixed width, which the scripts
-// read and rewrite, then the confirmation, which only Go reads.
+// An entry is two keys. The entry key holds the confirmation, written once
+// by Add and never changed: a header of fixed width, which the Add script
+// reads, then the fields, which only Go reads.
 //
 //	offset  size  what
-//	0       1     state: 'p' pending, 'r' redeemed, 'c' cancelled
-//	1       16    nonce of the Spend that spent it (zeros while pending)
-//	17      16    nonce of the Add that made it
-//	33      19    Expires in unix microseconds, rounded up, as zero-padded
-//	              decimal digits: the scripts compare it with TIME and score
-//	              the pending set with it
-//	52      ...   Tool, ArgsDigest, Principal, Subject, each as a uvarint
+//	0       16    nonce of the Add that made it
+//	16      19    Expires in unix microseconds, rounded up, as zero-padded
+//	              decimal digits: the Add script scores the pending set
+//	              with it
+//	35      ...   Tool, ArgsDigest, Principal, Subject, each as a uvarint
 //	              length and its bytes; then Expires exactly
 //	              (time.MarshalBinary)
 //
-// The scripts spell these offsets out (Lua counts from 1): keep them in step.
+// The token key is a list, ["p"] while the confirmation is pending; its key
+// expiry is Expires (see tokenDeadline). Spend pushes a marker — the target
+// state and the call's nonce — onto its head with LPUSHX, so the list's
+// second element from the tail is the marker of the Spend that won.
+//
+// The Add script spells the header's offsets out (Lua counts from 1): keep
+// them in step.
 const (
 	nonceLen = 16
-	offAdd   = 1 + nonceLen
-	offExp   = offAdd + nonceLen
+	offExp   = nonceLen
 	headLen  = offExp + 19 // 19 digits hold every non-negative int64
 
-	statePending   = 'p'
 	stateRedeemed  = 'r'
 	stateCancelled = 'c'
 )
 
-// addScript adds a pending entry if its key is free and the namespace has
-// room. KEYS: entry, pending set. ARGV: the entry's value, the entry key's
-// deadline (unix ms), the pending set's deadline for this member (unix ms),
-// max pending. Returns 1 (added), 0 (exists) or -1 (full).
+// addScript adds a pending confirmation if its keys are free and the
+// namespace has room. KEYS: entry, pending set, token. ARGV: the entry's
+// value, the entry key's deadline (unix ms), the pending set's deadline for
+// this member (unix ms), max pending, the token's deadline (unix ms).
+// Returns 1 (added), 0 (exists) or -1 (full).
 var addScript = redis.NewScript(`
 local function exists(v)
-  if string.sub(v, 18, 33) == string.sub(ARGV[1], 18, 33) then return 1 end -- a client retry of this very Add
+  if string.sub(v, 1, 16) == string.sub(ARGV[1], 1, 16) then return 1 end -- a client retry of this very Add
   return 0
+end
+-- A token outlives its entry only if something else deleted the entry:
+-- refuse rather than count a stale marker, or overwrite a foreign key.
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  local v = redis.call('GET', KEYS[1])
+  if v then return exists(v) end
+  return redis.error_reply('token without its entry')
 end
 local n = redis.call('ZCARD', KEYS[2])
 if n >= tonumber(ARGV[4]) then
@@ -300,7 +328,9 @@ if n >= tonumber(ARGV[4]) then
 end
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET', 'PXAT', ARGV[2])
 if v then return exists(v) end
-redis.call('ZADD', KEYS[2], string.sub(ARGV[1], 34, 52), string.sub(KEYS[1], -32))
+redis.call('RPUSH', KEYS[3], 'p')
+redis.call('PEXPIREAT', KEYS[3], ARGV[5]) -- a deadline already past deletes it: expired at once
+redis.call('ZADD', KEYS[2], string.sub(ARGV[1], 17, 35), string.sub(KEYS[1], -32))
 -- The set lives as long as its last-expiring member. GT never shortens its
 -- expiry, but never sets one on a key without: a new set gets it plainly.
 if n == 0 then
@@ -311,35 +341,14 @@ end
 return 1
 `)
 
-// spendScript is the compare-and-set. KEYS: entry, pending set. ARGV: the
-// target state and the call's nonce, 17 bytes, which become the start of
-// the entry. Returns the entry on success, else a code: 0 unknown,
-// 1 expired, 2 redeemed, 3 cancelled. A script-free compare-and-set is
-// possible on Redis 7.0 (MULTI/EXEC around LPUSHX and LMOVE of a pending
-// token), but it takes eight commands and measured slower than this
-// script (BenchmarkSpendDesigns).
-var spendScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then return 0 end -- never added, or gone at Expires+Grace
-local state, exp = string.sub(v, 1, 1), tonumber(string.sub(v, 34, 52))
-if #v < 52 or not exp then return redis.error_reply('corrupt entry') end
-if string.sub(v, 1, 17) == ARGV[1] then return v end -- a client retry of this very Spend
-local t = redis.call('TIME')
-if tonumber(t[1]) * 1000000 + tonumber(t[2]) >= exp then return 1 end -- expired, whatever its state
-if state == 'r' then return 2 end
-if state == 'c' then return 3 end
-if state ~= 'p' then return redis.error_reply('corrupt entry state') end
-redis.call('SETRANGE', KEYS[1], 0, ARGV[1])
-redis.call('ZREM', KEYS[2], string.sub(KEYS[1], -32))
-return v
-`)
-
-// key is the entry's key. It ends with the id in hex, which the scripts
-// cut off as the entry's member in the pending set.
-func (s *Store) key(id ledger.ID) string {
+// keys returns the confirmation's entry key and token key, and its member
+// in the pending set: the id in hex, which the Add script cuts off the
+// entry key.
+func (s *Store) keys(id ledger.ID) (entry, token, member string) {
 	var h [2 * len(id)]byte
 	hex.Encode(h[:], id[:])
-	return s.entries + string(h[:])
+	member = string(h[:])
+	return s.entries + member, s.tokens + member, member
 }
 
 // Add implements [ledger.Store].
@@ -356,8 +365,9 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 
 // add stores v, the value encode made of c.
 func (s *Store) add(ctx context.Context, c ledger.Confirmation, v []byte) error {
-	res, err := addScript.Run(ctx, s.client, []string{s.key(c.ID), s.pendingKey},
-		v, keyDeadline(c.Expires.Add(s.grace)), keyDeadline(c.Expires), s.maxArg).Int64()
+	entry, token, _ := s.keys(c.ID)
+	res, err := addScript.Run(ctx, s.client, []string{entry, s.pendingKey, token},
+		v, keyDeadline(c.Expires.Add(s.grace)), keyDeadline(c.Expires), s.maxArg, tokenDeadline(c.Expires)).Int64()
 	if err != nil {
 		return s.callError("add", c.ID, err)
 	}
@@ -381,44 +391,108 @@ func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledge
 	return s.spend(ctx, id, to, nonce)
 }
 
+// spend is the compare-and-set: one round trip of three plain commands.
+// LPUSHX of the call's marker onto the token decides, atomically on the
+// server: it finds the token only while it exists (pending or spent, and
+// not past Expires on Redis's clock), and only the first push makes a list
+// of two. GET reads the entry, which never changes; ZREM drops the id from
+// the pending set, which every contender may do. A contender that pushed
+// later reads the winner's marker in a second round trip.
 func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, nonce [nonceLen]byte) (ledger.Confirmation, error) {
-	var by [1 + nonceLen]byte
+	var marker [1 + nonceLen]byte
 	switch to {
 	case ledger.Redeemed:
-		by[0] = stateRedeemed
+		marker[0] = stateRedeemed
 	case ledger.Cancelled:
-		by[0] = stateCancelled
+		marker[0] = stateCancelled
 	default:
 		return ledger.Confirmation{}, fmt.Errorf("redisledger: cannot spend into state %v", to)
 	}
-	copy(by[1:], nonce[:])
+	copy(marker[1:], nonce[:])
 	if s.closed.Load() {
 		return ledger.Confirmation{}, errClosed
 	}
-	res, err := spendScript.Run(ctx, s.client, []string{s.key(id), s.pendingKey}, by[:]).Result()
+	entryKey, token, member := s.keys(id)
+	var (
+		pushed  *redis.IntCmd
+		entry   *redis.StringCmd
+		removed *redis.IntCmd
+	)
+	// Errors are read per command below: Pipelined's own is the first
+	// command's that failed, and a missing entry (redis.Nil) is an answer.
+	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		pushed = p.LPushX(ctx, token, marker[:])
+		entry = p.Get(ctx, entryKey)
+		removed = p.ZRem(ctx, s.pendingKey, member)
+		return nil
+	})
+	n, err := pushed.Result()
 	if err != nil {
 		return ledger.Confirmation{}, s.callError("spend", id, err)
 	}
-	switch res := res.(type) {
-	case int64:
-		switch res {
-		case 0:
-			return ledger.Confirmation{}, ledger.ErrUnknown
-		case 1:
-			return ledger.Confirmation{}, ledger.ErrExpired
-		case 2:
-			return ledger.Confirmation{}, ledger.ErrSpent
-		case 3:
-			return ledger.Confirmation{}, ledger.ErrCancelled
-		}
-	case string:
-		c, err := decode(id, res)
-		if err != nil {
+	v, err := entry.Result()
+	found := err == nil
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return ledger.Confirmation{}, s.callError("spend", id, err)
+	}
+	if err := removed.Err(); err != nil {
+		return ledger.Confirmation{}, s.callError("spend", id, err)
+	}
+	switch {
+	case n == 0 && !found:
+		return ledger.Confirmation{}, ledger.ErrUnknown // never added, or gone at Expires+Grace
+	case n == 0:
+		// The token is gone at Expires: expired, whatever its state.
+		if _, err := decode(id, v); err != nil {
 			return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
 		}
-		return c, nil
+		return ledger.Confirmation{}, ledger.ErrExpired
+	case n == 2:
+		return s.won(id, v, found)
+	case n < 2:
+		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w: token of %d", id, errCorrupt, n)
 	}
-	return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: unexpected reply %v", id, res)
+	return s.lost(ctx, id, token, marker, v, found)
+}
+
+// won returns the confirmation that a Spend took. A missing or mangled
+// entry is an error: the token is spent, and the caller must not act.
+func (s *Store) won(id ledger.ID, v string, found bool) (ledger.Confirmation, error) {
+	if !found {
+		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w: token without its entry", id, errCorrupt)
+	}
+	c, err := decode(id, v)
+	if err != nil {
+		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// lost answers a Spend whose marker was not the first pushed: it reads the
+// winner's marker and trims the list back to it, so that replays cannot
+// grow it. The winner's marker is the Spend's own when go-redis resent the
+// call after losing the reply: then it gets its success back.
+func (s *Store) lost(ctx context.Context, id ledger.ID, token string, marker [1 + nonceLen]byte, v string, found bool) (ledger.Confirmation, error) {
+	var winner *redis.StringCmd
+	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		winner = p.LIndex(ctx, token, -2)
+		p.LTrim(ctx, token, -2, -1)
+		return nil
+	})
+	w, err := winner.Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return ledger.Confirmation{}, ledger.ErrExpired // gone at Expires since the push
+	case err != nil:
+		return ledger.Confirmation{}, s.callError("spend", id, err)
+	case w == string(marker[:]):
+		return s.won(id, v, found)
+	case len(w) == len(marker) && w[0] == stateRedeemed:
+		return ledger.Confirmation{}, ledger.ErrSpent
+	case len(w) == len(marker) && w[0] == stateCancelled:
+		return ledger.Confirmation{}, ledger.ErrCancelled
+	}
+	return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w: token marker %q", id, errCorrupt, w)
 }
 
 // callError describes a failed script call. A key of the wrong type means
@@ -439,8 +513,7 @@ func encode(c ledger.Confirmation) ([]byte, error) {
 		size += binary.MaxVarintLen64 + len(f)
 	}
 	v := make([]byte, headLen, size)
-	v[0] = statePending
-	rand.Read(v[offAdd:offExp])        // never fails: it crashes the program instead
+	rand.Read(v[:offExp])              // never fails: it crashes the program instead
 	us := max(ceilMicro(c.Expires), 0) // before 1970 is as expired as 1970
 	for i := headLen - 1; i >= offExp; i-- {
 		v[i] = '0' + byte(us%10)
@@ -503,6 +576,15 @@ func ceilMicro(t time.Time) int64 {
 		us++
 	}
 	return us
+}
+
+// tokenDeadline is the token's PXAT argument for Expires t: Redis keeps a
+// key through the millisecond of its deadline and drops it when its clock
+// passes it, so the token is pending exactly while Redis's clock, in whole
+// milliseconds, is before t rounded down to the millisecond: never past t,
+// up to 1 ms before it. At least 1, as keyDeadline.
+func tokenDeadline(t time.Time) int64 {
+	return max(t.UnixMilli()-1, 1)
 }
 
 // keyDeadline is the PXAT or PEXPIREAT argument for t: unix milliseconds,

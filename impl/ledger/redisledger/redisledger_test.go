@@ -110,7 +110,8 @@ func TestNamespaces(t *testing.T) {
 }
 
 // TestKeyExpiry checks that an entry's key expires at Expires+Grace on the
-// server, and that an entry past it is forgotten.
+// server and its token at Expires, and that an entry past either is
+// expired or forgotten.
 func TestKeyExpiry(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t)
@@ -121,6 +122,7 @@ func TestKeyExpiry(t *testing.T) {
 		want    error
 	}{
 		{"pending", time.Hour, time.Minute, nil},
+		{"pending, whole millisecond", time.Hour, time.Minute, nil},
 		{"expired within grace", -time.Second, time.Minute, ledger.ErrExpired},
 		{"expired past grace", -2 * time.Second, time.Second, ledger.ErrUnknown},
 	}
@@ -130,19 +132,39 @@ func TestKeyExpiry(t *testing.T) {
 			s := newStore(t, c, redisledger.Options{Namespace: ns, Grace: tt.grace})
 			conf := ledgertest.Fresh(t)
 			conf.Expires = time.Now().Add(tt.expires)
+			if strings.Contains(tt.name, "whole") {
+				conf.Expires = conf.Expires.Truncate(time.Millisecond)
+			} else if conf.Expires.Nanosecond()%int(time.Millisecond) == 0 {
+				conf.Expires = conf.Expires.Add(time.Microsecond)
+			}
 			if err := s.Add(ctx, conf); err != nil {
 				t.Fatal(err)
 			}
-			key := ns + "c2:" + conf.ID.String()
-			if tt.want != ledger.ErrUnknown {
-				at, err := c.PExpireTime(ctx, key).Result()
+			expiry := func(key string) time.Time {
+				t.Helper()
+				at, err := c.PExpireTime(ctx, ns+key+conf.ID.String()).Result()
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := conf.Expires.Add(tt.grace)
-				if d := time.UnixMilli(int64(at / time.Millisecond)).Sub(want); d < 0 || d >= time.Millisecond {
-					t.Fatalf("key expires at %v, want %v rounded up to the millisecond", time.UnixMilli(int64(at/time.Millisecond)), want)
+				if at < 0 {
+					return time.Time{} // no key (-2)
 				}
+				return time.UnixMilli(at.Milliseconds())
+			}
+			if tt.want != ledger.ErrUnknown {
+				want := conf.Expires.Add(tt.grace)
+				if at := expiry("c3:"); at.Before(want) || at.Sub(want) >= time.Millisecond {
+					t.Fatalf("entry expires at %v, want %v rounded up to the millisecond", at, want)
+				}
+			}
+			// Redis keeps a key through its deadline's millisecond: the
+			// token's is the last whole millisecond before Expires.
+			want := time.UnixMilli(conf.Expires.UnixMilli() - 1)
+			if tt.want != nil {
+				want = time.Time{} // a deadline already past: no token
+			}
+			if at := expiry("t3:"); !at.Equal(want) {
+				t.Fatalf("token expires at %v, want %v", at, want)
 			}
 			got, err := s.Spend(ctx, conf.ID, ledger.Redeemed)
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
@@ -332,47 +354,52 @@ func TestPendingExpiry(t *testing.T) {
 }
 
 // TestForeignKeys checks what the store makes of keys in its namespace
-// that it did not write, or that were damaged: an entry of the previous
-// layout (a hash under "c:") is unknown; a key of the wrong type or a
-// mangled entry is an error that is no ledger answer, and is left as it
-// was, except that a pending entry whose fields are lost is spent, as a
-// Spend whose outcome is unknown must be taken to have.
+// that it did not write, or that were damaged: an entry of an earlier
+// layout (a hash under "c:", a string under "c2:") is unknown; a key of
+// the wrong type, a mangled entry, or a token whose entry is gone is an
+// error that is no ledger answer, and is left as it was — except that a
+// pending token is spent, as a Spend whose outcome is unknown must be taken
+// to have.
 func TestForeignKeys(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t)
 	expires := strconv.FormatInt(time.Now().Add(time.Hour).UnixMicro(), 10)
-	header := func(state string) string {
-		return state + strings.Repeat("\x00", 32) + strings.Repeat("0", 19-len(expires)) + expires
-	}
+	spent := "r" + strings.Repeat("\x00", 16)
 	tests := []struct {
 		name  string
 		key   string // under the namespace, %s for the id
 		plant func(ctx context.Context, key string) error
 		add   ledger.Result
 		spend ledger.Result
-		spent bool // the planted entry ends up spent
+		spent bool // the planted token ends up spent
 	}{
-		{"previous layout", "c:%s", func(ctx context.Context, key string) error {
+		{"first layout", "c:%s", func(ctx context.Context, key string) error {
 			return c.HSet(ctx, key, "state", "pending", "exp", expires).Err()
 		}, ledger.ResultOK, ledger.ResultUnknown, false},
-		{"hash entry", "c2:%s", func(ctx context.Context, key string) error {
+		{"second layout", "c2:%s", func(ctx context.Context, key string) error {
+			return c.Set(ctx, key, "p"+strings.Repeat("\x00", 32)+strings.Repeat("0", 19-len(expires))+expires, 0).Err()
+		}, ledger.ResultOK, ledger.ResultUnknown, false},
+		{"hash entry", "c3:%s", func(ctx context.Context, key string) error {
 			return c.HSet(ctx, key, "state", "pending").Err()
 		}, ledger.ResultError, ledger.ResultError, false},
-		{"short entry", "c2:%s", func(ctx context.Context, key string) error {
+		{"short entry", "c3:%s", func(ctx context.Context, key string) error {
 			return c.Set(ctx, key, "p", 0).Err()
 		}, ledger.ResultExists, ledger.ResultError, false},
-		{"bad state", "c2:%s", func(ctx context.Context, key string) error {
-			return c.Set(ctx, key, header("x"), 0).Err()
-		}, ledger.ResultExists, ledger.ResultError, false},
-		{"redeemed, no fields", "c2:%s", func(ctx context.Context, key string) error {
-			return c.Set(ctx, key, header("r"), 0).Err()
-		}, ledger.ResultExists, ledger.ResultSpent, false},
-		{"pending, no fields", "c2:%s", func(ctx context.Context, key string) error {
-			return c.Set(ctx, key, header("p"), 0).Err()
-		}, ledger.ResultExists, ledger.ResultError, true},
+		{"token not a list", "t3:%s", func(ctx context.Context, key string) error {
+			return c.Set(ctx, key, "p", 0).Err()
+		}, ledger.ResultError, ledger.ResultError, false},
+		{"pending token, no entry", "t3:%s", func(ctx context.Context, key string) error {
+			return c.RPush(ctx, key, "p").Err()
+		}, ledger.ResultError, ledger.ResultError, true},
+		{"spent token, no entry", "t3:%s", func(ctx context.Context, key string) error {
+			return c.RPush(ctx, key, spent, "p").Err()
+		}, ledger.ResultError, ledger.ResultSpent, false},
+		{"token of an odd marker", "t3:%s", func(ctx context.Context, key string) error {
+			return c.RPush(ctx, key, "x", "p").Err()
+		}, ledger.ResultError, ledger.ResultError, false},
 		{"pending set not a set", "pending", func(ctx context.Context, key string) error {
 			return c.Set(ctx, key, "x", 0).Err()
-		}, ledger.ResultError, ledger.ResultUnknown, false},
+		}, ledger.ResultError, ledger.ResultError, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -401,8 +428,8 @@ func TestForeignKeys(t *testing.T) {
 			}
 			t.Logf("Add: %v", err)
 			if tt.spent {
-				if state, err := c.GetRange(ctx, key, 0, 0).Result(); err != nil || state != "r" {
-					t.Fatalf("the planted entry's state is %q, %v; want r", state, err)
+				if m, err := c.LIndex(ctx, key, -2).Result(); err != nil || m[0] != 'r' {
+					t.Fatalf("the planted token's marker is %q, %v; want r…", m, err)
 				}
 				return
 			}
@@ -410,5 +437,68 @@ func TestForeignKeys(t *testing.T) {
 				t.Fatalf("the planted key is %q, %v; want %q", after, err, before)
 			}
 		})
+	}
+}
+
+// TestExpiryOnServerClock checks the token's expiry against Redis's own
+// clock, around the instant itself. A confirmation is pending while the
+// server's clock is before its Expires rounded down to the millisecond
+// (the cut). Of confirmations that all expire at one instant, spent one
+// after another as the cut passes, each Spend that ends before it (by TIME
+// read right after) must succeed, and each that begins at or after it (by
+// TIME read right before) must be refused as expired; none succeeds at or
+// after Expires. Instants on and off a whole millisecond are tried.
+func TestExpiryOnServerClock(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t)
+	s := newStore(t, c, redisledger.Options{Namespace: namespace(t, c)})
+	now := func() time.Time {
+		t.Helper()
+		at, err := c.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	for _, offset := range []time.Duration{0, 500 * time.Microsecond, 999 * time.Microsecond} {
+		expires := now().Truncate(time.Millisecond).Add(40*time.Millisecond + offset)
+		var confs []ledger.Confirmation
+		for range 200 {
+			conf := ledgertest.Fresh(t)
+			conf.Expires = expires
+			if err := s.Add(ctx, conf); err != nil {
+				t.Fatal(err)
+			}
+			confs = append(confs, conf)
+		}
+		cut := expires.Truncate(time.Millisecond)
+		var before, after int
+		for _, conf := range confs {
+			t0 := now()
+			_, err := s.Spend(ctx, conf.ID, ledger.Redeemed)
+			t1 := now()
+			switch {
+			case t1.Before(cut) && err != nil:
+				t.Fatalf("offset %v: Spend ending at %v, before %v: %v", offset, t1, cut, err)
+			case !t0.Before(cut) && !errors.Is(err, ledger.ErrExpired):
+				t.Fatalf("offset %v: Spend beginning at %v, not before %v (Expires %v): %v, want ErrExpired", offset, t0, cut, expires, err)
+			case err != nil && !errors.Is(err, ledger.ErrExpired):
+				t.Fatalf("offset %v: Spend = %v", offset, err)
+			}
+			if t1.Before(cut) {
+				before++
+			} else if !t0.Before(cut) {
+				after++
+			}
+			if after > 20 {
+				break
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		// Both sides were tried, or the check above proved nothing.
+		if before == 0 || after == 0 {
+			t.Fatalf("offset %v: %d spends before the cut and %d after: the instant was not straddled", offset, before, after)
+		}
+		t.Logf("offset %v: %d spends before the cut, %d after", offset, before, after)
 	}
 }
