@@ -166,3 +166,39 @@ func TestEncode(t *testing.T) {
 		})
 	}
 }
+
+// TestReplaysKeepTokenShort checks that Spends which lose trim the token
+// back to its pending mark and the winner's marker, so that replaying an
+// approval, even from many goroutines at once, cannot grow it.
+func TestReplaysKeepTokenShort(t *testing.T) {
+	ctx := context.Background()
+	s, c := testStore(t, Options{})
+	conf := ledgertest.Fresh(t)
+	entry, token, _ := s.keys(conf.ID)
+	t.Cleanup(func() { c.Del(context.Background(), entry, token, s.pendingKey) })
+	if err := s.Add(ctx, conf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Spend(ctx, conf.ID, ledger.Cancelled); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 100)
+	for range cap(errs) {
+		go func() {
+			_, err := s.Spend(ctx, conf.ID, ledger.Redeemed)
+			errs <- err
+		}()
+	}
+	for range cap(errs) {
+		if err := <-errs; !errors.Is(err, ledger.ErrCancelled) {
+			t.Fatalf("replay: %v, want ErrCancelled", err)
+		}
+	}
+	got, err := c.LRange(ctx, token, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0][0] != stateCancelled || got[1] != "p" {
+		t.Fatalf("token after 100 replays: %d elements, the last two %q; want the cancel's marker and p", len(got), got[max(len(got)-2, 0):])
+	}
+}
