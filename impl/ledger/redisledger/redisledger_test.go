@@ -461,9 +461,11 @@ func TestExpiryOnServerClock(t *testing.T) {
 		return at
 	}
 	for _, offset := range []time.Duration{0, 500 * time.Microsecond, 999 * time.Microsecond} {
-		expires := now().Truncate(time.Millisecond).Add(40*time.Millisecond + offset)
+		// Far enough ahead for the Adds on a slow machine; the Spends start
+		// shortly before the cut.
+		expires := now().Truncate(time.Millisecond).Add(time.Second + offset)
 		var confs []ledger.Confirmation
-		for range 200 {
+		for range 400 {
 			conf := ledgertest.Fresh(t)
 			conf.Expires = expires
 			if err := s.Add(ctx, conf); err != nil {
@@ -472,6 +474,11 @@ func TestExpiryOnServerClock(t *testing.T) {
 			confs = append(confs, conf)
 		}
 		cut := expires.Truncate(time.Millisecond)
+		if d := cut.Sub(now()); d < 100*time.Millisecond {
+			t.Fatalf("offset %v: adding took until %v before the cut, want 100 ms", offset, d)
+		} else {
+			time.Sleep(d - 100*time.Millisecond)
+		}
 		var before, after int
 		for _, conf := range confs {
 			t0 := now()
