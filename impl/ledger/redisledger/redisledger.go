@@ -99,9 +99,9 @@
 // rueidis is faster (automatic pipelining, client-side caching), but its
 // command-builder API is heavier and those strengths buy little here: each
 // operation is one round trip whose cost is the round trip and the
-// server's work, not the client's encoding (a CPU profile of BenchmarkIssueRedeem,
-// which runs beside a bare SET+GETDEL floor, shows the client busy less
-// than a tenth of the wall time).
+// server's work, not the client's encoding (a CPU profile of
+// BenchmarkIssueRedeem, which runs beside a bare SET+GETDEL floor, shows
+// the client busy less than a tenth of the wall time).
 package redisledger
 
 import (
@@ -150,9 +150,9 @@ const (
 //
 // Add and Spend each make one round trip (a script; three commands in a
 // pipeline), and a Spend that loses to another makes a second to read the
-// winner's marker. An error that is not
-// one of the ledger's sentinels — Redis unreachable, a deadline, a closed
-// store — means the outcome is unknown, as [ledger.Store] requires.
+// winner's marker. An error that is not one of the ledger's sentinels —
+// Redis unreachable, a deadline, a closed store — means the outcome is
+// unknown, as [ledger.Store] requires.
 type Store struct {
 	client     redis.UniversalClient
 	own        bool // Close closes client
@@ -270,9 +270,9 @@ func (s *Store) Close() error {
 
 var errClosed = errors.New("redisledger: store closed")
 
-// An entry is two keys. The entry key holds the confirmation, written once
-// by Add and never changed: a header of fixed width, which the Add script
-// reads, then the fields, which only Go reads.
+// A confirmation is two keys. Its entry holds the confirmation, written
+// once by Add and never changed: a header of fixed width, which the Add
+// script reads, then the fields, which only Go reads.
 //
 //	offset  size  what
 //	0       16    nonce of the Add that made it
@@ -495,7 +495,7 @@ func (s *Store) lost(ctx context.Context, id ledger.ID, token string, marker [1 
 	return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w: token marker %q", id, errCorrupt, w)
 }
 
-// callError describes a failed script call. A key of the wrong type means
+// callError describes a failed call. A key of the wrong type means
 // something other than this version of the store wrote into the namespace:
 // say so, rather than leave only Redis's words.
 func (s *Store) callError(op string, id ledger.ID, err error) error {
