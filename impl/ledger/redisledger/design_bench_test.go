@@ -89,6 +89,18 @@ func BenchmarkSpendDesigns(b *testing.B) {
 		take func(key string, c ledger.Confirmation) error
 	}
 	setValue := func(key string, _ ledger.Confirmation) error { return c.Set(ctx, key, value, time.Hour).Err() }
+	// putWithToken puts a pending token for key, expiring at Expires, the
+	// entry that putEntry writes, and the key in the pending set.
+	putWithToken := func(key string, conf ledger.Confirmation, putEntry func(redis.Pipeliner)) error {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.RPush(ctx, key+":token", "p")
+			p.PExpireAt(ctx, key+":token", conf.Expires)
+			putEntry(p)
+			p.ZAdd(ctx, pendingSet, redis.Z{Score: float64(conf.Expires.UnixMicro()), Member: key})
+			return nil
+		})
+		return err
+	}
 	designs := []design{
 		{name: "getdel", put: setValue, take: func(key string, _ ledger.Confirmation) error {
 			return c.GetDel(ctx, key).Err()
@@ -108,14 +120,7 @@ func BenchmarkSpendDesigns(b *testing.B) {
 			}},
 		{name: "storetx",
 			put: func(key string, conf ledger.Confirmation) error {
-				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-					p.RPush(ctx, key+":token", "p")
-					p.PExpireAt(ctx, key+":token", conf.Expires)
-					p.Set(ctx, key, value, time.Hour)
-					p.ZAdd(ctx, pendingSet, redis.Z{Score: float64(conf.Expires.UnixMicro()), Member: key})
-					return nil
-				})
-				return err
+				return putWithToken(key, conf, func(p redis.Pipeliner) { p.Set(ctx, key, value, time.Hour) })
 			},
 			take: func(key string, _ ledger.Confirmation) error {
 				var pushed *redis.IntCmd
@@ -149,15 +154,10 @@ func BenchmarkSpendDesigns(b *testing.B) {
 			}},
 		{name: "multi",
 			put: func(key string, conf ledger.Confirmation) error {
-				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-					p.RPush(ctx, key+":token", "p")
-					p.PExpireAt(ctx, key+":token", conf.Expires)
+				return putWithToken(key, conf, func(p redis.Pipeliner) {
 					p.RPush(ctx, key, value)
 					p.PExpireAt(ctx, key, conf.Expires.Add(time.Minute))
-					p.ZAdd(ctx, pendingSet, redis.Z{Score: float64(conf.Expires.UnixMicro()), Member: key})
-					return nil
 				})
-				return err
 			},
 			take: func(key string, _ ledger.Confirmation) error {
 				var pushed *redis.IntCmd
