@@ -118,13 +118,14 @@ func TestKeyExpiry(t *testing.T) {
 	tests := []struct {
 		name    string
 		expires time.Duration // from now
+		whole   bool          // Expires on a whole millisecond, else off one
 		grace   time.Duration
 		want    error
 	}{
-		{"pending", time.Hour, time.Minute, nil},
-		{"pending, whole millisecond", time.Hour, time.Minute, nil},
-		{"expired within grace", -time.Second, time.Minute, ledger.ErrExpired},
-		{"expired past grace", -2 * time.Second, time.Second, ledger.ErrUnknown},
+		{"pending", time.Hour, false, time.Minute, nil},
+		{"pending, whole millisecond", time.Hour, true, time.Minute, nil},
+		{"expired within grace", -time.Second, false, time.Minute, ledger.ErrExpired},
+		{"expired past grace", -2 * time.Second, false, time.Second, ledger.ErrUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -132,7 +133,7 @@ func TestKeyExpiry(t *testing.T) {
 			s := newStore(t, c, redisledger.Options{Namespace: ns, Grace: tt.grace})
 			conf := ledgertest.Fresh(t)
 			conf.Expires = time.Now().Add(tt.expires)
-			if strings.Contains(tt.name, "whole") {
+			if tt.whole {
 				conf.Expires = conf.Expires.Truncate(time.Millisecond)
 			} else if conf.Expires.Nanosecond()%int(time.Millisecond) == 0 {
 				conf.Expires = conf.Expires.Add(time.Microsecond)

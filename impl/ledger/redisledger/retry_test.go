@@ -39,6 +39,17 @@ func testStore(t *testing.T, opts Options) (*Store, *redis.Client) {
 	return s, c
 }
 
+// deleteKeys deletes confirmation id's keys and the pending set when t
+// ends.
+func deleteKeys(t *testing.T, s *Store, c *redis.Client, id ledger.ID) {
+	t.Cleanup(func() {
+		entry, token, _ := s.keys(id)
+		if err := c.Del(context.Background(), entry, token, s.pendingKey).Err(); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+}
+
 // TestRetryOfSameCall checks the scripts' nonces: a second run of the very
 // same Add or Spend (what go-redis does after a reply lost to a dropped
 // connection) gets the success back, while any other call is refused. The
@@ -48,12 +59,7 @@ func TestRetryOfSameCall(t *testing.T) {
 	ctx := context.Background()
 	s, c := testStore(t, Options{MaxPending: 1})
 	conf := ledgertest.Fresh(t)
-	t.Cleanup(func() {
-		entry, token, _ := s.keys(conf.ID)
-		if err := c.Del(context.Background(), entry, token, s.pendingKey).Err(); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
+	deleteKeys(t, s, c, conf.ID)
 
 	v, err := encode(conf)
 	if err != nil {
@@ -174,8 +180,7 @@ func TestReplaysKeepTokenShort(t *testing.T) {
 	ctx := context.Background()
 	s, c := testStore(t, Options{})
 	conf := ledgertest.Fresh(t)
-	entry, token, _ := s.keys(conf.ID)
-	t.Cleanup(func() { c.Del(context.Background(), entry, token, s.pendingKey) })
+	deleteKeys(t, s, c, conf.ID)
 	if err := s.Add(ctx, conf); err != nil {
 		t.Fatal(err)
 	}
@@ -194,6 +199,7 @@ func TestReplaysKeepTokenShort(t *testing.T) {
 			t.Fatalf("replay: %v, want ErrCancelled", err)
 		}
 	}
+	_, token, _ := s.keys(conf.ID)
 	got, err := c.LRange(ctx, token, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
