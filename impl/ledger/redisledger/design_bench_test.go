@@ -46,15 +46,23 @@ func oldValue(c ledger.Confirmation) string {
 
 // BenchmarkSpendDesigns weighs the store's Spend against the floor and
 // against the designs BENCHMARKS.md considered for it, each taking one
-// entry that the same client put just before (the puts are not timed):
+// entry that the same client put just before (each put timed apart):
 //
 //   - getdel: the floor, a bare GETDEL of a value the entry's size.
 //   - script: EVALSHA of a script that makes that one GETDEL: what any
 //     script costs before it does anything.
 //   - store: Store.Spend: LPUSHX of its marker onto the token, GET of the
 //     entry, ZREM from the pending set, in one pipeline.
-//   - storetx: the same three commands in MULTI/EXEC, what making the whole
-//     Spend one atomic step would cost.
+//   - txadd: Store.Spend again, of entries put by Store.AddTx, the Add
+//     without Lua (export_test.go), where store's are put by the Add
+//     script: in parallel, what a lighter Add on the other goroutine
+//     would save each take.
+//   - lpushx: the store's deciding command alone, LPUSHX onto the token
+//     of an entry the Add script put: not a Spend (it reads no entry and
+//     leaves the id counted as pending), but a floor under any Spend of
+//     this layout.
+//   - storetx: the store's three commands in MULTI/EXEC, what making the
+//     whole Spend one atomic step would cost.
 //   - oldscript: the store's Spend before 3 December, a Lua script of four
 //     calls (GET, TIME, SETRANGE, ZREM) over an entry holding its state.
 //   - multi: a compare-and-set without a script, for Redis 7.0, in one
@@ -71,7 +79,7 @@ func oldValue(c ledger.Confirmation) string {
 // phases of one design each, so that a design's takes run beside its own.
 // Each take is checked: a design that did not take its entry fails the
 // benchmark. Each reports every design's mean time per take (ns/take) and
-// its ratio to getdel.
+// its ratio to getdel, and its mean time per put (ns/put).
 func BenchmarkSpendDesigns(b *testing.B) {
 	ctx := context.Background()
 	c := newClient(b)
@@ -117,6 +125,21 @@ func BenchmarkSpendDesigns(b *testing.B) {
 			put: func(_ string, conf ledger.Confirmation) error { return store.Add(ctx, conf) },
 			take: func(_ string, conf ledger.Confirmation) error {
 				_, err := store.Spend(ctx, conf.ID, ledger.Redeemed)
+				return err
+			}},
+		{name: "txadd",
+			put: func(_ string, conf ledger.Confirmation) error { return store.AddTx(ctx, conf) },
+			take: func(_ string, conf ledger.Confirmation) error {
+				_, err := store.Spend(ctx, conf.ID, ledger.Redeemed)
+				return err
+			}},
+		{name: "lpushx",
+			put: func(_ string, conf ledger.Confirmation) error { return store.Add(ctx, conf) },
+			take: func(_ string, conf ledger.Confirmation) error {
+				n, err := c.LPushX(ctx, fmt.Sprintf("%st3:%x", ns, conf.ID[:]), marker).Result()
+				if err == nil && n != 2 {
+					err = fmt.Errorf("lpushx found a token of %d, want a pending one", n)
+				}
 				return err
 			}},
 		{name: "storetx",
@@ -179,20 +202,21 @@ func BenchmarkSpendDesigns(b *testing.B) {
 			}},
 	}
 
-	// take puts a fresh entry for design d (untimed) and takes it (timed).
-	take := func(b *testing.B, d int) (time.Duration, error) {
+	// take puts a fresh entry for design d and takes it, timing each.
+	take := func(b *testing.B, d int) (put, took time.Duration, err error) {
 		conf := ledgertest.Fresh(b)
 		key := fmt.Sprintf("%sdesign:%s:%s", ns, designs[d].name, conf.ID)
-		if err := designs[d].put(key, conf); err != nil {
-			return 0, fmt.Errorf("%s: put: %w", designs[d].name, err)
-		}
 		t0 := time.Now()
-		if err := designs[d].take(key, conf); err != nil {
-			return 0, fmt.Errorf("%s: take: %w", designs[d].name, err)
+		if err := designs[d].put(key, conf); err != nil {
+			return 0, 0, fmt.Errorf("%s: put: %w", designs[d].name, err)
 		}
-		return time.Since(t0), nil
+		t1 := time.Now()
+		if err := designs[d].take(key, conf); err != nil {
+			return 0, 0, fmt.Errorf("%s: take: %w", designs[d].name, err)
+		}
+		return t1.Sub(t0), time.Since(t1), nil
 	}
-	report := func(b *testing.B, took []time.Duration, takes []int64) {
+	report := func(b *testing.B, puts, took []time.Duration, takes []int64) {
 		for d := range designs {
 			if takes[d] == 0 {
 				return // a run shorter than a round of phases: nothing to compare
@@ -201,6 +225,7 @@ func BenchmarkSpendDesigns(b *testing.B) {
 		mean := func(d int) float64 { return float64(took[d].Nanoseconds()) / float64(takes[d]) }
 		for d := range designs {
 			b.ReportMetric(mean(d), designs[d].name+"-ns/take")
+			b.ReportMetric(float64(puts[d].Nanoseconds())/float64(takes[d]), designs[d].name+"-ns/put")
 		}
 		for d := 1; d < len(designs); d++ {
 			b.ReportMetric(mean(d)/mean(0), designs[d].name+"/getdel")
@@ -209,22 +234,24 @@ func BenchmarkSpendDesigns(b *testing.B) {
 
 	// serial: the designs take in turn, call by call, the order rotating.
 	b.Run("serial", func(b *testing.B) {
+		puts := make([]time.Duration, len(designs))
 		took := make([]time.Duration, len(designs))
 		takes := make([]int64, len(designs))
 		i := 0
 		for b.Loop() {
 			for j := range designs {
 				d := (i + j) % len(designs)
-				t, err := take(b, d)
+				p, t, err := take(b, d)
 				if err != nil {
 					b.Fatal(err)
 				}
+				puts[d] += p
 				took[d] += t
 				takes[d]++
 			}
 			i++
 		}
-		report(b, took, takes)
+		report(b, puts, took, takes)
 	})
 
 	// parallel: GOMAXPROCS goroutines; time is cut into 20 ms phases, one
@@ -236,26 +263,29 @@ func BenchmarkSpendDesigns(b *testing.B) {
 	b.Run("parallel", func(b *testing.B) {
 		const phase = 20 * time.Millisecond
 		var (
+			puts  = make([]atomic.Int64, len(designs))
 			took  = make([]atomic.Int64, len(designs))
 			takes = make([]atomic.Int64, len(designs))
 		)
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				d := int(time.Now().UnixNano() / int64(phase) % int64(len(designs)))
-				t, err := take(b, d)
+				p, t, err := take(b, d)
 				if err != nil {
 					b.Error(err) // not Fatal: this is not the benchmark's goroutine
 					return
 				}
+				puts[d].Add(int64(p))
 				took[d].Add(int64(t))
 				takes[d].Add(1)
 			}
 		})
+		putSums := make([]time.Duration, len(designs))
 		sums := make([]time.Duration, len(designs))
 		counts := make([]int64, len(designs))
 		for d := range designs {
-			sums[d], counts[d] = time.Duration(took[d].Load()), takes[d].Load()
+			putSums[d], sums[d], counts[d] = time.Duration(puts[d].Load()), time.Duration(took[d].Load()), takes[d].Load()
 		}
-		report(b, sums, counts)
+		report(b, putSums, sums, counts)
 	})
 }
