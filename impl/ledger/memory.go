@@ -3,9 +3,12 @@ package ledger
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,24 +26,33 @@ type MemoryOptions struct {
 	// Now is the store's clock, which decides expiry. Default time.Now.
 	Now func() time.Time
 	// Observe, if set, is called for every Add (as Issue) and Spend (as
-	// Redeem or Cancel) with the store's lock held, so events arrive in the
-	// order the operations took effect — the order trace validation
+	// Redeem or Cancel) with a store-wide lock held, so events arrive in
+	// the order the operations took effect — the order trace validation
 	// (spec/trace) needs, which Options.Observe on a Ledger, called after
-	// the fact, cannot give under concurrency. ctx is the operation's. It
-	// must be fast and must not call the store.
+	// the fact, cannot give under concurrency. While it is set, calls take
+	// effect one at a time. ctx is the operation's. It must be fast and
+	// must not call the store.
 	Observe func(ctx context.Context, e Event)
 }
 
-// Memory is the in-process [Store]: a map under one mutex. It is safe for
-// concurrent use; every Spend is atomic with respect to every other call.
+// Memory is the in-process [Store]. It is safe for concurrent use; every
+// Spend is atomic with respect to every other call.
+//
+// It keeps its confirmations in 16 shards by id (ids are random, so the
+// shards fill evenly), each a map under its own mutex, so that calls on
+// different CPUs seldom wait for one another. The caps are exact and
+// shared by all shards: an atomic count of pending confirmations, and a
+// count per principal, kept under one of 64 locks chosen by a hash of the
+// principal's name.
 //
 // Expired entries are swept by the calls themselves (no goroutine): each Add
-// and Spend first drops the entries whose expiry plus grace has passed, in
-// expiry order. Pending confirmations are capped, so a flood of
-// never-answered questions holds memory flat at the cap. Redeemed and
-// cancelled ones are not capped: each is remembered until its expiry plus
-// grace (11 minutes after issue with the defaults), so that a replay reads
-// as spent; a spent entry keeps only its id, expiry and state.
+// and Spend first drops the entries of its shard whose expiry plus grace
+// has passed, in expiry order, and an Add that finds a cap reached sweeps
+// every shard before it refuses. Pending confirmations are capped, so a
+// flood of never-answered questions holds memory flat at the cap. Redeemed
+// and cancelled ones are not capped: each is remembered until its expiry
+// plus grace (11 minutes after issue with the defaults), so that a replay
+// reads as spent; a spent entry keeps only its id, expiry and state.
 //
 // Memory (BENCHMARKS.md): a pending confirmation costs its fields (Tool,
 // ArgsDigest and Subject copied into one allocation; Principal kept once
@@ -59,12 +71,46 @@ type Memory struct {
 	// as offsets from it, which keeps the monotonic clock's ordering in 8
 	// bytes rather than a 24-byte time.Time.
 	epoch time.Time
+	seed  maphash.Seed // spreads principals over their locks
 
-	mu           sync.Mutex
-	entries      map[ID]*entry
-	byExpiry     expiryQueue           // every entry, soonest expiry first
-	pending      int                   // entries in state Pending (expired or not)
-	perPrincipal map[string]*principal // principals of remembered entries
+	// order serializes every Add and Spend while observe is set, so that
+	// events arrive in the order the calls took effect.
+	order sync.Mutex
+
+	_       [64]byte
+	pending atomic.Int64 // entries in state Pending (expired or not), in every shard
+	_       [64]byte
+
+	shards     [numShards]shard
+	principals [numPrincipalLocks]principals
+}
+
+// Powers of two: an id's shard is its first byte's low bits, a
+// principal's lock the low bits of its name's hash. Principals get more
+// locks than ids get shards because callers with principals of their own
+// are few: two of them share a lock with probability 1/64.
+const (
+	numShards         = 16
+	numPrincipalLocks = 64
+)
+
+// A shard holds the entries whose ids name it.
+type shard struct {
+	mu       sync.Mutex
+	entries  map[ID]*entry
+	byExpiry expiryQueue // every entry, soonest expiry first
+	// due is when its soonest entry is to be swept (its expiry plus
+	// grace, as an offset from the epoch), for other shards to read
+	// without the lock; written under it.
+	due atomic.Int64
+	_   [64]byte // keeps a shard's lock off its neighbour's cache line
+}
+
+// principals holds the principals whose names hash to it.
+type principals struct {
+	mu     sync.Mutex
+	byName map[string]*principal // principals of remembered entries
+	_      [64]byte
 }
 
 // An entry is one confirmation. While it is pending, fields holds Tool,
@@ -85,9 +131,12 @@ type entry struct {
 // counts them: pending ones for the cap, all remembered ones to know when
 // to forget it. Keeping it while its spent entries are remembered spares
 // a principal who asks and answers in turn an allocation per question.
+// Its counts grow only under home.mu, and shrink without it: a count read
+// under home.mu can only be too high, never too low.
 type principal struct {
 	name          string
-	pending, refs int
+	home          *principals
+	pending, refs atomic.Int64
 }
 
 // confirmation rebuilds the Confirmation of a pending entry.
@@ -120,8 +169,14 @@ func NewMemory(opts MemoryOptions) *Memory {
 		grace:           opts.Grace,
 		now:             opts.Now,
 		observe:         opts.Observe,
-		entries:         make(map[ID]*entry),
-		perPrincipal:    make(map[string]*principal),
+		seed:            maphash.MakeSeed(),
+	}
+	for i := range m.shards {
+		m.shards[i].entries = make(map[ID]*entry)
+		m.shards[i].due.Store(math.MaxInt64)
+	}
+	for i := range m.principals {
+		m.principals[i].byName = make(map[string]*principal)
 	}
 	if m.maxPending <= 0 {
 		m.maxPending = DefaultMaxPending
@@ -138,6 +193,8 @@ func NewMemory(opts MemoryOptions) *Memory {
 	m.epoch = m.now()
 	return m
 }
+
+func (m *Memory) shard(id ID) *shard { return &m.shards[id[0]&(numShards-1)] }
 
 // maxOffset bounds how far from the store's epoch an expiry may be.
 const maxOffset = 100 * 365 * 24 * time.Hour
@@ -161,34 +218,82 @@ func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 		fields:  c.Tool + c.ArgsDigest + c.Subject,
 	}
 	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.observe != nil {
+		m.order.Lock()
+		defer m.order.Unlock()
 		defer func() { m.observe(ctx, Event{Time: now, Action: ActionIssue, ID: c.ID, Result: ResultOf(err)}) }()
 	}
-	m.sweep(now.Sub(m.epoch))
-	if _, ok := m.entries[c.ID]; ok {
-		return fmt.Errorf("%w: %s", ErrExists, c.ID)
+	at := now.Sub(m.epoch)
+	err = m.add(e, c.Principal, at)
+	if errors.Is(err, ErrFull) {
+		// Expired entries of the other shards may be what fills a cap:
+		// sweep them, then try once more.
+		swept := false
+		for i := range m.shards {
+			if s := &m.shards[i]; int64(at) >= s.due.Load() {
+				s.mu.Lock()
+				s.sweep(m, at)
+				s.mu.Unlock()
+				swept = true
+			}
+		}
+		if swept {
+			err = m.add(e, c.Principal, at)
+		}
 	}
+	return err
+}
+
+// add puts e in its shard, pending for principal name, if its id is new
+// and the caps allow.
+func (m *Memory) add(e *entry, name string, at time.Duration) error {
+	s := m.shard(e.id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(m, at)
+	if _, ok := s.entries[e.id]; ok {
+		return fmt.Errorf("%w: %s", ErrExists, e.id)
+	}
+	if err := m.admit(e, name); err != nil {
+		return err
+	}
+	s.entries[e.id] = e
+	s.byExpiry.push(e)
+	if due := m.due(e); due < s.due.Load() {
+		s.due.Store(due)
+	}
+	return nil
+}
+
+// admit counts e against the caps, pending for principal name, or fails
+// with ErrFull and counts nothing. Both counts change only once both caps
+// have room, so neither is ever over its cap, even for an instant.
+func (m *Memory) admit(e *entry, name string) error {
+	home := &m.principals[maphash.String(m.seed, name)&(numPrincipalLocks-1)]
+	home.mu.Lock()
+	defer home.mu.Unlock()
+	p := home.byName[name]
 	// Caps stop a flood of never-answered questions from growing memory
 	// without bound, and one principal from starving the others.
-	if m.pending >= m.maxPending {
-		return fmt.Errorf("%w: %d pending", ErrFull, m.pending)
+	for {
+		n := m.pending.Load()
+		if n >= int64(m.maxPending) {
+			return fmt.Errorf("%w: %d pending", ErrFull, n)
+		}
+		if p != nil && p.pending.Load() >= int64(m.maxPerPrincipal) {
+			return fmt.Errorf("%w: %d pending for this principal", ErrFull, p.pending.Load())
+		}
+		if m.pending.CompareAndSwap(n, n+1) {
+			break
+		}
 	}
-	p := m.perPrincipal[c.Principal]
 	if p == nil {
-		p = &principal{name: c.Principal}
-		m.perPrincipal[c.Principal] = p
+		p = &principal{name: name, home: home}
+		home.byName[name] = p
 	}
-	if p.pending >= m.maxPerPrincipal {
-		return fmt.Errorf("%w: %d pending for this principal", ErrFull, p.pending)
-	}
+	p.pending.Add(1)
+	p.refs.Add(1)
 	e.principal = p
-	m.entries[c.ID] = e
-	m.byExpiry.push(e)
-	m.pending++
-	p.pending++
-	p.refs++
 	return nil
 }
 
@@ -198,9 +303,9 @@ func (m *Memory) Spend(ctx context.Context, id ID, to State) (_ Confirmation, er
 		return Confirmation{}, fmt.Errorf("ledger: cannot spend into state %v", to)
 	}
 	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.observe != nil {
+		m.order.Lock()
+		defer m.order.Unlock()
 		action := ActionRedeem
 		if to == Cancelled {
 			action = ActionCancel
@@ -208,8 +313,11 @@ func (m *Memory) Spend(ctx context.Context, id ID, to State) (_ Confirmation, er
 		defer func() { m.observe(ctx, Event{Time: now, Action: action, ID: id, Result: ResultOf(err)}) }()
 	}
 	at := now.Sub(m.epoch)
-	m.sweep(at)
-	e, ok := m.entries[id]
+	s := m.shard(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(m, at)
+	e, ok := s.entries[id]
 	switch {
 	case !ok:
 		return Confirmation{}, ErrUnknown
@@ -227,37 +335,65 @@ func (m *Memory) Spend(ctx context.Context, id ID, to State) (_ Confirmation, er
 }
 
 // Len reports how many confirmations the store remembers, and how many of
-// them are pending (including expired ones not yet swept).
+// them are pending (including expired ones within their grace). It sweeps
+// every shard first, as an Add or Spend sweeps its own.
 func (m *Memory) Len() (remembered, pending int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.entries), m.pending
+	at := m.now().Sub(m.epoch)
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		s.sweep(m, at)
+		remembered += len(s.entries)
+		s.mu.Unlock()
+	}
+	return remembered, int(m.pending.Load())
+}
+
+// due is when e is to be swept: its expiry plus grace, as an offset from
+// the epoch, or math.MaxInt64 if that is further than an offset goes.
+func (m *Memory) due(e *entry) int64 {
+	if m.grace > math.MaxInt64-e.expires {
+		return math.MaxInt64
+	}
+	return int64(e.expires + m.grace)
 }
 
 // release forgets the fields of the pending entry e and that it counts
-// against the pending caps.
+// against the pending caps. Its shard is locked.
 func (m *Memory) release(e *entry) {
-	m.pending--
-	e.principal.pending--
+	e.principal.pending.Add(-1)
+	m.pending.Add(-1)
 	e.fields = ""
 }
 
-// sweep forgets every entry whose expiry plus grace is not after at (an
-// offset from the epoch, as Spend names it).
-func (m *Memory) sweep(at time.Duration) {
+// sweep forgets every entry of s whose expiry plus grace is not after at
+// (an offset from the epoch, as Spend names it). s is locked.
+func (s *shard) sweep(m *Memory, at time.Duration) {
 	for {
-		e := m.byExpiry.peek()
-		if e == nil || at < e.expires || at-e.expires < m.grace {
+		e := s.byExpiry.peek()
+		if e == nil {
+			s.due.Store(math.MaxInt64)
 			return
 		}
-		m.byExpiry.pop()
-		delete(m.entries, e.id)
+		if at < e.expires || at-e.expires < m.grace {
+			s.due.Store(m.due(e))
+			return
+		}
+		s.byExpiry.pop()
+		delete(s.entries, e.id)
 		if e.state == Pending {
 			m.release(e)
 		}
-		p := e.principal
-		if p.refs--; p.refs == 0 {
-			delete(m.perPrincipal, p.name)
+		if p := e.principal; p.refs.Add(-1) == 0 {
+			// Under home.mu, refs is exact: an Add that found p may have
+			// counted a new entry since, and that entry may even be gone
+			// again and p forgotten, and a new principal of the same name
+			// made, which must stay.
+			p.home.mu.Lock()
+			if p.refs.Load() == 0 && p.home.byName[p.name] == p {
+				delete(p.home.byName, p.name)
+			}
+			p.home.mu.Unlock()
 		}
 	}
 }

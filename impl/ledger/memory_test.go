@@ -73,6 +73,35 @@ func TestMemoryCaps(t *testing.T) {
 	}
 }
 
+// TestMemoryFullSweepsEveryShard fills the store's caps with
+// confirmations of one shard (an id's first byte names its shard), lets
+// them pass their expiry and grace, and adds to another shard: the Add
+// sweeps only its own shard first, finds the caps reached, and must sweep
+// the others before it refuses.
+func TestMemoryFullSweepsEveryShard(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	m := ledger.NewMemory(ledger.MemoryOptions{MaxPending: 4, MaxPendingPerPrincipal: 4, Now: clock.Now})
+	add := func(shard, n byte) error {
+		return m.Add(ctx, ledger.Confirmation{ID: ledger.ID{shard, n}, Principal: "p", Expires: clock.t.Add(time.Minute)})
+	}
+	for n := range byte(4) {
+		if err := add(0, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := add(1, 0); !errors.Is(err, ledger.ErrFull) {
+		t.Fatalf("Add past the caps: %v, want ErrFull", err)
+	}
+	clock.Advance(time.Minute + ledger.DefaultGrace)
+	if err := add(1, 1); err != nil {
+		t.Fatalf("Add in another shard once the caps' holders are past grace: %v", err)
+	}
+	if remembered, pending := m.Len(); remembered != 1 || pending != 1 {
+		t.Fatalf("remembered %d, pending %d; want 1, 1", remembered, pending)
+	}
+}
+
 func TestMemoryExpiryAndGrace(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
