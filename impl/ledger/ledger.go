@@ -59,7 +59,8 @@ var (
 	ErrExists = errors.New("ledger: confirmation id already exists")
 )
 
-// ID identifies a confirmation: 128 random bits, never reused.
+// ID identifies a confirmation: 128 bits, at least 120 of them random (a
+// store may use the rest: see [IDSource]), never reused.
 type ID [16]byte
 
 // String returns the id as 32 lower-case hex digits.
@@ -137,13 +138,24 @@ type Store interface {
 	Spend(ctx context.Context, id ID, to State) (Confirmation, error)
 }
 
+// An IDSource is a [Store] that chooses the ids of the confirmations it is
+// to hold. [Ledger.Issue] takes its ids from NewID, given the
+// confirmation's principal, unless [Options.Rand] is set. NewID must be
+// safe for concurrent use and return ids no one can guess: at least 120
+// bits from crypto/rand, the rest the store's to use (the in-memory store
+// names in them the shard it keeps the principal's confirmations in).
+type IDSource interface {
+	NewID(principal string) ID
+}
+
 // Options configures a [Ledger]. The zero value is ready to use.
 type Options struct {
 	// TTL is how long an issued confirmation stays redeemable. Default 10 minutes.
 	TTL time.Duration
 	// Now is the issuing clock. Default time.Now.
 	Now func() time.Time
-	// Rand is the source of confirmation ids. Default crypto/rand.
+	// Rand is the source of confirmation ids. Default: the store's NewID if
+	// it is an [IDSource], else crypto/rand.
 	Rand io.Reader
 	// Observe, if set, is called after every Issue, Redeem and Cancel with
 	// what happened, for tracing (see [NDJSON]). It must be safe for
@@ -160,7 +172,8 @@ type Ledger struct {
 	store   Store
 	ttl     time.Duration
 	now     func() time.Time
-	rand    io.Reader // nil: crypto/rand.Read
+	rand    io.Reader // nil: ids, or else crypto/rand.Read
+	ids     IDSource  // store, if it chooses its ids
 	observe func(Event)
 }
 
@@ -173,6 +186,7 @@ func New(store Store, opts Options) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger: negative TTL %v", opts.TTL)
 	}
 	l := &Ledger{store: store, ttl: opts.TTL, now: opts.Now, rand: opts.Rand, observe: opts.Observe}
+	l.ids, _ = store.(IDSource)
 	if l.ttl == 0 {
 		l.ttl = DefaultTTL
 	}
@@ -188,7 +202,7 @@ func (l *Ledger) TTL() time.Duration { return l.ttl }
 // Issue records c as pending with a fresh random ID and an expiry TTL from
 // now, and returns it as stored. c.ID and c.Expires are ignored.
 func (l *Ledger) Issue(ctx context.Context, c Confirmation) (Confirmation, error) {
-	id, err := l.newID()
+	id, err := l.newID(c.Principal)
 	if err != nil {
 		return Confirmation{}, err
 	}
@@ -202,12 +216,17 @@ func (l *Ledger) Issue(ctx context.Context, c Confirmation) (Confirmation, error
 	return c, nil
 }
 
-// newID returns a fresh random id. With the default source the id stays
-// on the stack: crypto/rand.Read does not let its buffer escape (an
-// io.Reader's Read would), and it never fails: it crashes the program.
-func (l *Ledger) newID() (ID, error) {
+// newID returns a fresh random id for a confirmation of principal: from
+// Options.Rand if set, else from the store if it is an IDSource, else from
+// crypto/rand. With crypto/rand the id stays on the stack: crypto/rand.Read
+// does not let its buffer escape (an io.Reader's Read would), and it never
+// fails: it crashes the program.
+func (l *Ledger) newID(principal string) (ID, error) {
 	var id ID
-	if l.rand == nil {
+	switch {
+	case l.rand == nil && l.ids != nil:
+		return l.ids.NewID(principal), nil
+	case l.rand == nil:
 		rand.Read(id[:])
 		return id, nil
 	}

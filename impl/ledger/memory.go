@@ -3,9 +3,11 @@ package ledger
 import (
 	"container/heap"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -38,21 +40,31 @@ type MemoryOptions struct {
 // Memory is the in-process [Store]. It is safe for concurrent use; every
 // Spend is atomic with respect to every other call.
 //
-// It keeps its confirmations in 16 shards by id (ids are random, so the
-// shards fill evenly), each a map under its own mutex, so that calls on
-// different CPUs seldom wait for one another. The caps are exact and
-// shared by all shards: an atomic count of pending confirmations, and a
-// count per principal, kept under one of 64 locks chosen by a hash of the
-// principal's name.
+// It keeps its confirmations in 64 shards, each a map and an expiry queue
+// under its own mutex, and is an [IDSource]: an id it chooses names, in
+// the low six bits of its first byte, the shard of its principal (a hash
+// of the name keyed at random per store). So the calls of different
+// principals seldom touch the same lock, map or queue, and go on side by
+// side on different CPUs, while one principal's confirmations stay
+// together, as in one map. Those six bits say nothing but which ids may
+// share a principal; the other 122 are random, so ids stay unguessable.
+// An id from elsewhere (Options.Rand) goes to the shard its bits name. The
+// caps are exact and shared by all shards: an atomic count of pending
+// confirmations, and a count per principal under one of 64 locks, also
+// chosen by the hash of its name.
 //
-// Expired entries are swept by the calls themselves (no goroutine): each Add
-// and Spend first drops the entries of its shard whose expiry plus grace
-// has passed, in expiry order, and an Add that finds a cap reached sweeps
-// every shard before it refuses. Pending confirmations are capped, so a
-// flood of never-answered questions holds memory flat at the cap. Redeemed
-// and cancelled ones are not capped: each is remembered until its expiry
-// plus grace (11 minutes after issue with the defaults), so that a replay
-// reads as spent; a spent entry keeps only its id, expiry and state.
+// Expired entries are swept by the calls themselves (no goroutine): each
+// Add and Spend first drops the entries of its shard whose expiry plus
+// grace has passed, in expiry order; every 64th Add of a shard also sweeps
+// another, in turn, if one of its entries is due, so that the shards of
+// principals who stopped asking forget too; and an Add that finds a cap
+// reached sweeps every shard that is due before it refuses. A shard that
+// drains to a quarter of its peak moves to smaller tables: a Go map never
+// shrinks. Pending confirmations are capped, so a flood of never-answered
+// questions holds memory flat at the cap. Redeemed and cancelled ones are
+// not capped: each is remembered until its expiry plus grace (11 minutes
+// after issue with the defaults), so that a replay reads as spent; a spent
+// entry keeps only its id, expiry and state.
 //
 // Memory (BENCHMARKS.md): a pending confirmation costs its fields (Tool,
 // ArgsDigest and Subject copied into one allocation; Principal kept once
@@ -71,7 +83,7 @@ type Memory struct {
 	// as offsets from it, which keeps the monotonic clock's ordering in 8
 	// bytes rather than a 24-byte time.Time.
 	epoch time.Time
-	seed  maphash.Seed // spreads principals over their locks
+	seed  maphash.Seed // spreads principals over the shards
 
 	// order serializes every Add and Spend while observe is set, so that
 	// events arrive in the order the calls took effect.
@@ -82,23 +94,26 @@ type Memory struct {
 	_       [64]byte
 
 	shards     [numShards]shard
-	principals [numPrincipalLocks]principals
+	principals [numShards]principals
 }
 
-// Powers of two: an id's shard is its first byte's low bits, a
-// principal's lock the low bits of its name's hash. Principals get more
-// locks than ids get shards because callers with principals of their own
-// are few: two of them share a lock with probability 1/64.
-const (
-	numShards         = 16
-	numPrincipalLocks = 64
-)
+// numShards is a power of two: an id's shard is its first byte's low
+// bits, a principal's the low bits of its name's hash. Two principals share
+// a shard with probability 1/64.
+const numShards = 64
+
+// sweepEvery is how many Adds of a shard go by between its sweeps of
+// another shard.
+const sweepEvery = 64
 
 // A shard holds the entries whose ids name it.
 type shard struct {
 	mu       sync.Mutex
+	index    int // in its store's shards
 	entries  map[ID]*entry
 	byExpiry expiryQueue // every entry, soonest expiry first
+	peak     int         // most entries since entries was made
+	adds     uint        // Adds, to sweep another shard every sweepEvery
 	// due is when its soonest entry is to be swept (its expiry plus
 	// grace, as an offset from the epoch), for other shards to read
 	// without the lock; written under it.
@@ -106,7 +121,7 @@ type shard struct {
 	_   [64]byte // keeps a shard's lock off its neighbour's cache line
 }
 
-// principals holds the principals whose names hash to it.
+// principals holds the principals whose names hash to its index.
 type principals struct {
 	mu     sync.Mutex
 	byName map[string]*principal // principals of remembered entries
@@ -152,7 +167,10 @@ func (m *Memory) confirmation(e *entry) Confirmation {
 	}
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store    = (*Memory)(nil)
+	_ IDSource = (*Memory)(nil)
+)
 
 // Default caps of a [Memory] store.
 const (
@@ -172,6 +190,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 		seed:            maphash.MakeSeed(),
 	}
 	for i := range m.shards {
+		m.shards[i].index = i
 		m.shards[i].entries = make(map[ID]*entry)
 		m.shards[i].due.Store(math.MaxInt64)
 	}
@@ -192,6 +211,20 @@ func NewMemory(opts MemoryOptions) *Memory {
 	}
 	m.epoch = m.now()
 	return m
+}
+
+// NewID implements [IDSource]: 122 bits from crypto/rand, and in the low
+// six bits of the first byte the shard of principal. rand.Read never
+// fails: it crashes the program.
+func (m *Memory) NewID(principal string) ID {
+	var id ID
+	rand.Read(id[:])
+	id[0] = id[0]&^(numShards-1) | byte(m.principalShard(principal))
+	return id
+}
+
+func (m *Memory) principalShard(name string) uint64 {
+	return maphash.String(m.seed, name) & (numShards - 1)
 }
 
 func (m *Memory) shard(id ID) *shard { return &m.shards[id[0]&(numShards-1)] }
@@ -258,9 +291,18 @@ func (m *Memory) add(e *entry, name string, at time.Duration) error {
 		return err
 	}
 	s.entries[e.id] = e
+	s.peak = max(s.peak, len(s.entries))
 	s.byExpiry.push(e)
-	if due := m.due(e); due < s.due.Load() {
-		s.due.Store(due)
+	if m.due(e) < s.due.Load() {
+		s.setDue(m, e)
+	}
+	if s.adds++; s.adds%sweepEvery == 0 {
+		// TryLock: never wait, and never deadlock, holding s.
+		other := &m.shards[(s.index+int(s.adds/sweepEvery))%numShards]
+		if other != s && int64(at) >= other.due.Load() && other.mu.TryLock() {
+			other.sweep(m, at)
+			other.mu.Unlock()
+		}
 	}
 	return nil
 }
@@ -269,7 +311,7 @@ func (m *Memory) add(e *entry, name string, at time.Duration) error {
 // with ErrFull and counts nothing. Both counts change only once both caps
 // have room, so neither is ever over its cap, even for an instant.
 func (m *Memory) admit(e *entry, name string) error {
-	home := &m.principals[maphash.String(m.seed, name)&(numPrincipalLocks-1)]
+	home := &m.principals[m.principalShard(name)]
 	home.mu.Lock()
 	defer home.mu.Unlock()
 	p := home.byName[name]
@@ -349,6 +391,19 @@ func (m *Memory) Len() (remembered, pending int) {
 	return remembered, int(m.pending.Load())
 }
 
+// setDue records when s is next to be swept: when e, its soonest entry (or
+// nil), is. s is locked. It stores only a change: a store is a locked
+// instruction, a load a plain read.
+func (s *shard) setDue(m *Memory, e *entry) {
+	due := int64(math.MaxInt64)
+	if e != nil {
+		due = m.due(e)
+	}
+	if due != s.due.Load() {
+		s.due.Store(due)
+	}
+}
+
 // due is when e is to be swept: its expiry plus grace, as an offset from
 // the epoch, or math.MaxInt64 if that is further than an offset goes.
 func (m *Memory) due(e *entry) int64 {
@@ -371,12 +426,8 @@ func (m *Memory) release(e *entry) {
 func (s *shard) sweep(m *Memory, at time.Duration) {
 	for {
 		e := s.byExpiry.peek()
-		if e == nil {
-			s.due.Store(math.MaxInt64)
-			return
-		}
-		if at < e.expires || at-e.expires < m.grace {
-			s.due.Store(m.due(e))
+		if e == nil || at < e.expires || at-e.expires < m.grace {
+			s.setDue(m, e)
 			return
 		}
 		s.byExpiry.pop()
@@ -395,7 +446,23 @@ func (s *shard) sweep(m *Memory, at time.Duration) {
 			}
 			p.home.mu.Unlock()
 		}
+		s.shrink()
 	}
+}
+
+// shrink moves the entries of s to a new map once they fall to a quarter
+// of their peak. A Go map never gives back the tables it grew: without
+// this, each shard would keep tables for the most entries its principals
+// ever had at once, and a store whose busy principals come and go could
+// hold 64 tables the size of the one map it needed. Each copy of n entries
+// follows at least 3n deletions.
+func (s *shard) shrink() {
+	if s.peak < 1024 || len(s.entries) > s.peak/4 {
+		return
+	}
+	entries := make(map[ID]*entry, len(s.entries))
+	maps.Copy(entries, s.entries)
+	s.entries, s.peak = entries, len(entries)
 }
 
 // expiryQueue orders entries by expiry, soonest first. Entries that arrive
@@ -437,11 +504,21 @@ func (q *expiryQueue) pop() {
 	q.fifo[q.head] = nil
 	q.head++
 	switch {
+	case q.head == len(q.fifo) && cap(q.fifo) > 1024:
+		// Empty: give a large array back, as shard.shrink gives back a
+		// map's tables.
+		q.fifo, q.head = nil, 0
 	case q.head == len(q.fifo):
 		q.fifo, q.head = q.fifo[:0], 0
 	case q.head >= 1024 && 2*q.head >= len(q.fifo):
+		live := q.fifo[q.head:]
+		if 4*len(live) < cap(q.fifo) {
+			// Draining: move what is left to an array of its size.
+			q.fifo, q.head = append(make([]*entry, 0, 2*len(live)), live...), 0
+			return
+		}
 		// Reuse the front half rather than grow the slice forever.
-		n := copy(q.fifo, q.fifo[q.head:])
+		n := copy(q.fifo, live)
 		clear(q.fifo[n:])
 		q.fifo, q.head = q.fifo[:n], 0
 	}

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -289,5 +290,34 @@ func TestMemoryCapsConcurrent(t *testing.T) {
 			t.Fatalf("at the cap again, %s: %v, want ErrFull", p, err)
 		}
 		break
+	}
+}
+
+// TestMemoryNewID checks the ids the store chooses for the ledger: distinct,
+// one principal's all naming one shard (the low six bits of the first
+// byte), and many principals spread over many shards.
+func TestMemoryNewID(t *testing.T) {
+	m := ledger.NewMemory(ledger.MemoryOptions{})
+	seen := map[ledger.ID]bool{}
+	shards := map[byte]bool{}
+	for p := range 256 {
+		principal := fmt.Sprintf("user-%d", p)
+		first := m.NewID(principal)
+		shards[first[0]&63] = true
+		for range 16 {
+			id := m.NewID(principal)
+			if id[0]&63 != first[0]&63 {
+				t.Fatalf("%s: ids %s and %s name different shards", principal, first, id)
+			}
+			if seen[id] {
+				t.Fatalf("id %s twice", id)
+			}
+			seen[id] = true
+		}
+	}
+	// 256 principals over 64 shards miss a given shard with probability
+	// (63/64)^256 < 2 %: expect most of them.
+	if len(shards) < 48 {
+		t.Fatalf("256 principals landed in %d of 64 shards", len(shards))
 	}
 }
