@@ -407,7 +407,9 @@ func (s *shard) setDue(m *Memory, e *entry) {
 // due is when e is to be swept: its expiry plus grace, as an offset from
 // the epoch, or math.MaxInt64 if that is further than an offset goes.
 func (m *Memory) due(e *entry) int64 {
-	if m.grace > math.MaxInt64-e.expires {
+	// Only a positive expiry can overflow; for a negative one the
+	// subtraction itself would.
+	if e.expires > 0 && m.grace > math.MaxInt64-e.expires {
 		return math.MaxInt64
 	}
 	return int64(e.expires + m.grace)

@@ -103,6 +103,25 @@ func TestMemoryFullSweepsEveryShard(t *testing.T) {
 	}
 }
 
+// TestMemoryFullSweepsEarlierExpiries is TestMemoryFullSweepsEveryShard
+// with expiries before the store's clock started: their expiry offsets are
+// negative, and the other shards must still find them due.
+func TestMemoryFullSweepsEarlierExpiries(t *testing.T) {
+	ctx := context.Background()
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	m := ledger.NewMemory(ledger.MemoryOptions{MaxPending: 4, Now: clock.Now})
+	// One to a shard, so that no shard's own Add sweeps them.
+	for shard := range byte(4) {
+		c := ledger.Confirmation{ID: ledger.ID{shard}, Principal: "p", Expires: clock.t.Add(-time.Hour)}
+		if err := m.Add(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Add(ctx, ledger.Confirmation{ID: ledger.ID{4}, Principal: "q", Expires: clock.t.Add(time.Minute)}); err != nil {
+		t.Fatalf("Add once the caps' holders are past grace: %v", err)
+	}
+}
+
 func TestMemoryExpiryAndGrace(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
