@@ -293,8 +293,8 @@ func (m *Memory) add(e *entry, name string, at time.Duration) error {
 	s.entries[e.id] = e
 	s.peak = max(s.peak, len(s.entries))
 	s.byExpiry.push(e)
-	if m.due(e) < s.due.Load() {
-		s.setDue(m, e)
+	if due := m.due(e); due < s.due.Load() {
+		s.due.Store(due)
 	}
 	if s.adds++; s.adds%sweepEvery == 0 {
 		// TryLock: never wait, and never deadlock, holding s.
@@ -428,8 +428,9 @@ func (m *Memory) release(e *entry) {
 func (s *shard) sweep(m *Memory, at time.Duration) {
 	for {
 		e := s.byExpiry.peek()
-		if e == nil || at < e.expires || at-e.expires < m.grace {
+		if e == nil || int64(at) < m.due(e) {
 			s.setDue(m, e)
+			s.shrink()
 			return
 		}
 		s.byExpiry.pop()
@@ -448,7 +449,6 @@ func (s *shard) sweep(m *Memory, at time.Duration) {
 			}
 			p.home.mu.Unlock()
 		}
-		s.shrink()
 	}
 }
 
@@ -457,7 +457,8 @@ func (s *shard) sweep(m *Memory, at time.Duration) {
 // this, each shard would keep tables for the most entries its principals
 // ever had at once, and a store whose busy principals come and go could
 // hold 64 tables the size of the one map it needed. Each copy of n entries
-// follows at least 3n deletions.
+// follows at least 3n deletions. sweep calls it once it has swept, so a
+// long sweep copies once, at the size it leaves.
 func (s *shard) shrink() {
 	if s.peak < 1024 || len(s.entries) > s.peak/4 {
 		return
