@@ -110,6 +110,10 @@ func BenchmarkSpendDesigns(b *testing.B) {
 		})
 		return err
 	}
+	storeSpend := func(_ string, conf ledger.Confirmation) error {
+		_, err := store.Spend(ctx, conf.ID, ledger.Redeemed)
+		return err
+	}
 	designs := []design{
 		{name: "getdel", put: setValue, take: func(key string, _ ledger.Confirmation) error {
 			return c.GetDel(ctx, key).Err()
@@ -122,17 +126,11 @@ func BenchmarkSpendDesigns(b *testing.B) {
 			return err
 		}},
 		{name: "store",
-			put: func(_ string, conf ledger.Confirmation) error { return store.Add(ctx, conf) },
-			take: func(_ string, conf ledger.Confirmation) error {
-				_, err := store.Spend(ctx, conf.ID, ledger.Redeemed)
-				return err
-			}},
+			put:  func(_ string, conf ledger.Confirmation) error { return store.Add(ctx, conf) },
+			take: storeSpend},
 		{name: "txadd",
-			put: func(_ string, conf ledger.Confirmation) error { return store.AddTx(ctx, conf) },
-			take: func(_ string, conf ledger.Confirmation) error {
-				_, err := store.Spend(ctx, conf.ID, ledger.Redeemed)
-				return err
-			}},
+			put:  func(_ string, conf ledger.Confirmation) error { return store.AddTx(ctx, conf) },
+			take: storeSpend},
 		{name: "lpushx",
 			put: func(_ string, conf ledger.Confirmation) error { return store.Add(ctx, conf) },
 			take: func(_ string, conf ledger.Confirmation) error {
