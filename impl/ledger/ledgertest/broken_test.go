@@ -17,15 +17,13 @@ import (
 )
 
 // racyStore is a deliberately broken store: Spend reads the state, then
-// writes it — check-then-act — so two concurrent spends can both win. To make
-// the race deterministic (rapid must reproduce it while shrinking, even on a
-// loaded machine), a Spend that has read waits up to a few milliseconds for
-// another Spend to arrive, and then for it to have read too.
+// writes it — check-then-act — so two concurrent spends can both win. So that
+// the race happens on every Race, not when the scheduler allows (rapid must
+// reproduce it while shrinking, even on a loaded machine), a racer that has
+// read waits at the Race's start line for the others to have read too.
 type racyStore struct {
-	mu       sync.Mutex
-	m        map[ledger.ID]*racyEntry
-	inFlight int // Spend calls between their start and their write
-	read     int // of those, how many have read
+	mu sync.Mutex
+	m  map[ledger.ID]*racyEntry
 }
 
 type racyEntry struct {
@@ -40,32 +38,18 @@ func (s *racyStore) Add(_ context.Context, c ledger.Confirmation) error {
 	return nil
 }
 
-func (s *racyStore) Spend(_ context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
+func (s *racyStore) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
 	s.mu.Lock()
-	s.inFlight++
 	e, ok := s.m[id]
 	var st ledger.State
 	if ok {
 		st = e.state
 	}
-	s.read++
 	s.mu.Unlock()
-	// The window between check and act: wait for a rival to read as well.
-	for deadline := time.Now().Add(5 * time.Millisecond); time.Now().Before(deadline); {
-		s.mu.Lock()
-		rival := s.inFlight > 1 && s.read == s.inFlight
-		s.mu.Unlock()
-		if rival {
-			break
-		}
-		time.Sleep(50 * time.Microsecond)
+	// The window between check and act: every racer reads before any writes.
+	if l, racing := ctx.Value(startLineKey{}).(*startLine); racing {
+		l.reach()
 	}
-	defer func() {
-		s.mu.Lock()
-		s.inFlight--
-		s.read--
-		s.mu.Unlock()
-	}()
 	switch {
 	case !ok:
 		return ledger.Confirmation{}, ledger.ErrUnknown
@@ -139,9 +123,10 @@ func TestModelCatchesRacyStore(t *testing.T) {
 	if !strings.Contains(out, "two racers both spent one confirmation") {
 		t.Fatalf("failure was not the double spend:\n%s", out)
 	}
-	// The shrunk sequence: one Issue and one Race suffice.
-	if n := strings.Count(out, "[rapid] draw action:"); n == 0 || n > 3 {
-		t.Fatalf("shrunk failing sequence has %d actions, want 1..3:\n%s", n, out)
+	// The shrunk sequence is the shortest: one Issue, one Race.
+	want := `[rapid] draw action: "Issue"` + "\n" + `[rapid] draw action: "Race"` + "\n"
+	if strings.Count(out, "[rapid] draw action:") != 2 || !strings.Contains(out, want) {
+		t.Fatalf("shrunk failing sequence is not Issue, Race:\n%s", out)
 	}
 	t.Logf("caught and shrunk:\n%s", out)
 }

@@ -47,6 +47,39 @@ func (m *spec) Spend(id ledger.ID, to ledger.State, now time.Time) error {
 	return nil
 }
 
+// startLine lines up the racers of one Race. The Race puts it in the
+// context of each racer's Spend; real stores never look at it. The
+// deliberately racy store of the negative control (broken_test.go) waits at
+// it between its check and its act, so that its race window opens on every
+// Race, however loaded the machine: timing windows made the control's
+// failure come and go while rapid shrank it, and on a loaded CI runner the
+// shrinking ran out of time with a longer sequence than the shortest.
+type startLine struct {
+	left atomic.Int32
+	all  chan struct{} // closed when every racer has reached the line
+}
+
+type startLineKey struct{}
+
+func newStartLine(racers int) *startLine {
+	l := &startLine{all: make(chan struct{})}
+	l.left.Store(int32(racers))
+	return l
+}
+
+// reach marks one racer at the line and waits for the rest. It gives up
+// after a while, so that a store that calls it wrongly fails its test
+// instead of hanging it.
+func (l *startLine) reach() {
+	if l.left.Add(-1) == 0 {
+		close(l.all)
+	}
+	select {
+	case <-l.all:
+	case <-time.After(10 * time.Second):
+	}
+}
+
 // Model checks a store against the spec with rapid, in sequences of Issue,
 // Redeem, Cancel and concurrent races on one confirmation, through one or
 // (when the factory can) two handles on the same store. With a clock the
@@ -123,9 +156,10 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 			id := pick(rt)
 			tos := rapid.SliceOfN(rapid.SampledFrom([]ledger.State{ledger.Redeemed, ledger.Cancelled}), 2, 8).Draw(rt, "racers")
 			errs := make([]error, len(tos))
+			raceCtx := context.WithValue(ctx, startLineKey{}, newStartLine(len(tos)))
 			var wg sync.WaitGroup
 			for i, to := range tos {
-				wg.Go(func() { _, errs[i] = stores[i%len(stores)].Spend(ctx, id, to) })
+				wg.Go(func() { _, errs[i] = stores[i%len(stores)].Spend(raceCtx, id, to) })
 			}
 			wg.Wait()
 			// Linearize: the spec applies the winner first, then the others.
