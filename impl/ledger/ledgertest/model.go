@@ -68,8 +68,8 @@ func newStartLine(racers int) *startLine {
 }
 
 // reach marks one racer at the line and waits for the rest. It gives up
-// after a while, so that a store that calls it wrongly fails its test
-// instead of hanging it.
+// after ten seconds, so that a store that calls it wrongly (twice in one
+// Spend, say) cannot hang the test.
 func (l *startLine) reach() {
 	if l.left.Add(-1) == 0 {
 		close(l.all)
