@@ -34,6 +34,8 @@
 // TTL by the skew. Redis expires keys by the millisecond, so a
 // confirmation stops being redeemable when Redis's clock reaches its
 // Expires rounded down to the millisecond: up to 1 ms early, never late.
+// One added in the millisecond before that is expired at once: up to 2 ms
+// early (see tokenDeadline).
 //
 // The entry's key expires at Expires plus [Options.Grace]: until then a
 // replayed or late answer is refused as spent, cancelled or expired;
@@ -582,7 +584,10 @@ func ceilMicro(t time.Time) int64 {
 // key through the millisecond of its deadline and drops it when its clock
 // passes it, so the token is pending exactly while Redis's clock, in whole
 // milliseconds, is before t rounded down to the millisecond: never past t,
-// up to 1 ms before it. At least 1, as keyDeadline.
+// up to 1 ms before it. Redis deletes at once a key given a deadline that
+// is not after its clock's millisecond, so an Add in the deadline's own
+// millisecond finds the token expired: up to 2 ms before t, and still never
+// past it. At least 1, as keyDeadline.
 func tokenDeadline(t time.Time) int64 {
 	return max(t.UnixMilli()-1, 1)
 }
