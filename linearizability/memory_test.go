@@ -225,3 +225,55 @@ func TestRecordStopped(t *testing.T) {
 		t.Fatalf("Record ran all %d operations after its context was cancelled", len(h.Operations))
 	}
 }
+
+// TestRecorderAt checks how expiries reach the history's axis: by their
+// monotonic reading when they carry one, else by their wall reading,
+// against the wall clock's reading at the axis' origin.
+func TestRecorderAt(t *testing.T) {
+	r, err := NewRecorder(RecorderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tests := []struct {
+		name string
+		t    time.Time
+		want int64
+	}{
+		{"monotonic", now.Add(5 * time.Millisecond), now.Add(5 * time.Millisecond).Sub(r.start).Nanoseconds()},
+		{"wall at the origin", r.wallStart, 0},
+		{"wall, later", r.wallStart.Add(5 * time.Millisecond), int64(5 * time.Millisecond)},
+		{"wall, earlier", r.wallStart.Add(-time.Second), -int64(time.Second)},
+		{"wall, far", time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), math.MaxInt64},
+	}
+	for _, tt := range tests {
+		if got := r.At(tt.t); got != tt.want {
+			t.Errorf("%s: At = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+	// The calibration: a fresh time's two readings land together, but for
+	// the rare time.Now preempted between them, so most must.
+	agree := 0
+	for range 11 {
+		x := time.Now()
+		if d := r.At(x.Round(0)) - r.At(x); d > -int64(100*time.Microsecond) && d < int64(100*time.Microsecond) {
+			agree++
+		}
+	}
+	if agree < 6 {
+		t.Errorf("only %d of 11 fresh times land within 100 µs by wall and by monotonic reading", agree)
+	}
+}
+
+// TestWallClockStore checks a store that decides expiry on the wall clock,
+// as a database server does, under the racing workload with
+// Workload.WallClock: the broken store without a defect compares Expires
+// with time.Now, and so compares wall readings once Expires has none.
+func TestWallClockStore(t *testing.T) {
+	w := workload()
+	w.WallClock = true
+	w.Skew = 10 * time.Microsecond // the calibration's own error, a few ns, with room
+	h := record(t, &broken{}, w)
+	covered(t, h)
+	Check(t, h, checkTimeout)
+}

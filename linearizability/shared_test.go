@@ -16,11 +16,13 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger"
 )
 
-// Shared stores decide expiry on their server's clock, and keep expiries
-// to the microsecond: sharedSkew covers that rounding and the offset of a
-// server on the same host (a container counts), with room to spare. A
-// server on another machine needs its real clock offset added.
-const sharedSkew = 2 * time.Millisecond
+// Shared stores decide expiry on their server's clock (the workload's
+// WallClock), by their own rounding: PostgreSQL to the microsecond; Redis
+// to the millisecond, up to 2 ms early (redisledger's tokenDeadline).
+// sharedSkew covers that rounding and the offset of a server on the same
+// host (a container counts), with a millisecond to spare. A server on
+// another machine needs its real clock offset added.
+const sharedSkew = 3 * time.Millisecond
 
 // opTimeout bounds each operation on a shared store; one that times out
 // is recorded with its outcome unknown.
@@ -127,7 +129,7 @@ func deletePostgresNamespace(t *testing.T, url, table, ns string) {
 // store and checks the history.
 func checkShared(t *testing.T, a, b ledger.Store) {
 	w := workload()
-	w.Skew, w.OpTimeout, w.Replicas = sharedSkew, opTimeout, []ledger.Store{b}
+	w.Skew, w.OpTimeout, w.Replicas, w.WallClock = sharedSkew, opTimeout, []ledger.Store{b}, true
 	begin := time.Now()
 	h := record(t, a, w)
 	t.Logf("recorded in %v", time.Since(begin).Round(time.Millisecond))

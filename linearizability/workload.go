@@ -37,6 +37,14 @@ type Workload struct {
 	OpTimeout time.Duration
 	// Skew is the clock-skew allowance passed to the [Recorder].
 	Skew time.Duration
+	// WallClock says that the store decides expiry on a clock of its own
+	// (a database server's), which it compares with Expires' wall reading.
+	// Expiries are then issued without a monotonic reading, so that the
+	// history places that wall reading on its axis: the two readings of
+	// one time.Now may be milliseconds apart on a loaded machine, and the
+	// store would seem to expire confirmations early. Leave it false for
+	// an in-process store, which compares monotonic readings.
+	WallClock bool
 	// Replicas are more handles on the same shared store, as other server
 	// replicas would open it: goroutine g works through handle
 	// g mod (1+len(Replicas)), the store passed to Record being handle 0.
@@ -115,7 +123,7 @@ func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
 			return History{}, fmt.Errorf("linearizability: nil replica %d", i)
 		}
 	}
-	wl := &run{rec: rec, hot: make([]atomic.Pointer[hotEntry], w.Hot), racers: int32(w.Racers), newID: newID}
+	wl := &run{rec: rec, hot: make([]atomic.Pointer[hotEntry], w.Hot), racers: int32(w.Racers), newID: newID, wallClock: w.WallClock}
 
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -161,6 +169,8 @@ type run struct {
 	racers int32
 	newID  func() ledger.ID
 	issued atomic.Int64 // confirmations published to hot so far
+	// wallClock: issue expiries without a monotonic reading (Workload.WallClock).
+	wallClock bool
 }
 
 // hotEntry is a confirmation being raced, and how many operations on it
@@ -203,14 +213,19 @@ func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Ra
 		s = yielding{s}
 	}
 	issue := func(ttl time.Duration) {
+		// Keeps its monotonic reading, so that an in-process store and the
+		// recorder compare it on the same clock; a store on a clock of its
+		// own compares the wall reading, and the recorder must place that.
+		expires := time.Now().Add(ttl)
+		if wl.wallClock {
+			expires = expires.Round(0)
+		}
 		e := &hotEntry{conf: ledger.Confirmation{
 			ID:         wl.newID(),
 			Tool:       "linearizability",
 			ArgsDigest: "-",
 			Principal:  principal,
-			// Keeps its monotonic reading, so that an in-process store
-			// and the recorder compare it on the same clock.
-			Expires: time.Now().Add(ttl),
+			Expires:    expires,
 		}}
 		e.inflight.Store(1)
 		// Published before the Add, so that spends race the Add itself.
