@@ -134,7 +134,7 @@ func BenchmarkSpendDesigns(b *testing.B) {
 		{name: "lpushx",
 			put: func(_ string, conf ledger.Confirmation) error { return store.Add(ctx, conf) },
 			take: func(_ string, conf ledger.Confirmation) error {
-				n, err := c.LPushX(ctx, fmt.Sprintf("%st3:%x", ns, conf.ID[:]), marker).Result()
+				n, err := c.LPushX(ctx, store.TokenKey(conf.ID), marker).Result()
 				if err == nil && n != 2 {
 					err = fmt.Errorf("lpushx found a token of %d, want a pending one", n)
 				}

@@ -63,3 +63,10 @@ func (s *Store) AddTx(ctx context.Context, c ledger.Confirmation) error {
 	}
 	return nil
 }
+
+// TokenKey is the key of confirmation id's token, for the benchmark's
+// design that pushes onto it alone.
+func (s *Store) TokenKey(id ledger.ID) string {
+	_, token, _ := s.keys(id)
+	return token
+}
