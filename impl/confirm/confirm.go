@@ -74,6 +74,13 @@ func (r *Refusal) Error() string { return r.Reason }
 // Refuse returns a [Refusal] with a formatted reason.
 func Refuse(format string, args ...any) error { return &Refusal{Reason: fmt.Sprintf(format, args...)} }
 
+// ErrOutcomeUnknown is what Act wraps in its error when it cannot tell
+// whether the action happened: a proxy that forwarded the call and lost
+// the upstream's reply, say. The person is told that the action may or may
+// not have happened and to check before asking again, rather than that it
+// failed: "failed" would invite a retry of an action that may have run.
+var ErrOutcomeUnknown = errors.New("confirm: the outcome of the action is unknown")
+
 // Step is one confirmed action.
 type Step struct {
 	// Ask validates the call before anything is issued and returns the
@@ -81,6 +88,9 @@ type Step struct {
 	Ask func(ctx context.Context) (Question, error)
 	// Act performs the action once the confirmation c is redeemed. It runs
 	// at most once per confirmation. c.Subject is the Question's Subject.
+	// A [Refusal] is shown to the person; an error wrapping
+	// [ErrOutcomeUnknown] says Act cannot tell whether the action happened;
+	// any other error is a failure, reported generically.
 	Act func(ctx context.Context, c ledger.Confirmation) (*mcp.CallToolResult, error)
 }
 
@@ -341,11 +351,17 @@ func (f *Flow) refused(err error, stage string) (*mcp.CallToolResult, error) {
 		return refusal(r.Reason), nil
 	}
 	f.log.Error("confirm: "+stage+" failed", "err", err)
+	if stage == "act" && errors.Is(err, ErrOutcomeUnknown) {
+		return refusal(msgOutcomeUnknown), nil
+	}
 	if stage == "ask" {
 		return refusal("The call could not be checked, so it was refused. Nothing was done."), nil
 	}
 	return refusal("The approved action failed; see the server log."), nil
 }
+
+// msgOutcomeUnknown answers an action whose outcome cannot be known.
+const msgOutcomeUnknown = "The approved action was started, but its outcome is unknown: it may or may not have happened. Check before asking again."
 
 func refusal(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}

@@ -1,0 +1,132 @@
+package confirm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+)
+
+// flowServer is a real go-sdk server with the boundary in its chain and one
+// confirmed tool, "act", whose action is act: a test's stand-in for a
+// destructive effect, counted.
+type flowServer struct {
+	server  *mcp.Server
+	ledger  *ledger.Ledger
+	effects atomic.Int64 // times act ran
+}
+
+func newFlowServer(t *testing.T, store ledger.Store, opts ledger.Options, act func(ctx context.Context, n int64) (*mcp.CallToolResult, error)) *flowServer {
+	t.Helper()
+	l, err := ledger.New(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow, err := confirm.New(confirm.Options{Ledger: l, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := &flowServer{server: newServer(), ledger: l}
+	fs.server.AddReceivingMiddleware(newBoundary(t).Middleware())
+	mcp.AddTool(fs.server, &mcp.Tool{Name: "act"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+		Target string `json:"target"`
+	}) (*mcp.CallToolResult, any, error) {
+		res, err := flow.Run(ctx, req, confirm.Step{
+			Ask: func(context.Context) (confirm.Question, error) {
+				return confirm.Question{Message: "Act on " + in.Target + "?", Subject: in.Target}, nil
+			},
+			Act: func(ctx context.Context, _ ledger.Confirmation) (*mcp.CallToolResult, error) {
+				return act(ctx, fs.effects.Add(1))
+			},
+		})
+		return res, nil, err
+	})
+	return fs
+}
+
+// session connects a client that returns input_required to the test, so
+// that the test answers and retries by hand, as a 2026-07-28 client does.
+func (fs *flowServer) session(t *testing.T) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := fs.server.Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	c := mcp.NewClient(&mcp.Implementation{Name: "flow-test", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: (&accept{}).handle,
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: protocolMRTR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// ask makes the first round and returns the sealed state.
+func ask(t *testing.T, cs *mcp.ClientSession, target string) string {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "act", Arguments: map[string]any{"target": target}})
+	if err != nil || !res.NeedsInput() || res.RequestState == "" {
+		t.Fatalf("first round: want input_required, got %v %s", err, resultText(res))
+	}
+	return res.RequestState
+}
+
+// approve retries with an explicit yes.
+func approve(cs *mcp.ClientSession, target, state string) (*mcp.CallToolResult, error) {
+	return cs.CallTool(context.Background(), &mcp.CallToolParams{
+		Name:           "act",
+		Arguments:      map[string]any{"target": target},
+		InputResponses: mcp.InputResponseMap{confirm.InputID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}},
+		RequestState:   state,
+	})
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	if res == nil {
+		return "<nil>"
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return fmt.Sprintf("isError=%v %q", res.IsError, b.String())
+}
+
+// An Act that cannot tell whether its action happened (a proxy that lost
+// the upstream's reply) wraps confirm.ErrOutcomeUnknown: the person is told
+// that it may or may not have happened, not that it failed.
+func TestActOutcomeUnknown(t *testing.T) {
+	fs := newFlowServer(t, ledger.NewMemory(ledger.MemoryOptions{}), ledger.Options{},
+		func(context.Context, int64) (*mcp.CallToolResult, error) {
+			return nil, fmt.Errorf("upstream: reply lost: %w", confirm.ErrOutcomeUnknown)
+		})
+	cs := fs.session(t)
+	res, err := approve(cs, "x", ask(t, cs, "x"))
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "may or may not have happened") {
+		t.Fatalf("want the in-doubt refusal, got %v %s", err, resultText(res))
+	}
+	// Any other error is a failure, and says so.
+	fs = newFlowServer(t, ledger.NewMemory(ledger.MemoryOptions{}), ledger.Options{},
+		func(context.Context, int64) (*mcp.CallToolResult, error) { return nil, errors.New("disk on fire") })
+	cs = fs.session(t)
+	res, err = approve(cs, "x", ask(t, cs, "x"))
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "failed") || strings.Contains(resultText(res), "disk on fire") {
+		t.Fatalf("want the generic failure, got %v %s", err, resultText(res))
+	}
+}
