@@ -3,7 +3,10 @@ package fuzz
 import (
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 	"unicode/utf8"
@@ -11,6 +14,7 @@ import (
 	"github.com/rivo/uniseg"
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/confusables"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 )
 
@@ -27,6 +31,9 @@ func sanitizeSeeds() []string {
 		"x\u0336\u0336\u0336\u0336\u0336\u0336", "👍🏻", "👨\u200D👩\u200D👧\u200D👦 family.png", "🇺🇸🇫🇷🇩🇪",
 		"1\uFE0F\u20E3", "\u0E01\u0E35\u0E48\u0E01\u0E35\u0E48.txt", "文件文件.txt", "\u200B\u0E33\U0001F3FB\u0D4Ez",
 		`\u{200B}\xFF\\`, "/home/alice/projects/report-2026/drafts/final.pdf",
+		"a.txt≫ and ≪b.txt", "a› and ‹b", "a❯ and ❮b", "a‥b", "a∖u{202E}", "＼", "a∕b⁄c", "ᐸᐳ ノート 丿", "《三体》.epub",
+		"old  notes.txt", "notes.txt ", " notes.txt", "a   b", " ", "a\u2003b", " \u0301", "/srv/גיבוי/חוזה.pdf",
+		"/srv/א/1", "/srv/1/א", "/srv/ a/b /c  d", "a//b/", "/", "/srv/" + strings.Repeat("חוזה", 10) + ".pdf",
 	}
 }
 
@@ -65,6 +72,26 @@ func FuzzSanitizeValue(f *testing.F) {
 	})
 }
 
+// FuzzSanitizePath asserts Path's structure (each component in its own
+// isolate, the separators outside, the whole in one left-to-right isolate),
+// that untruncated it gives back every component in order, its width bound,
+// and that it drops whole components whenever the file name fits.
+func FuzzSanitizePath(f *testing.F) {
+	for i, s := range sanitizeSeeds() {
+		f.Add(s, []int{0, 1, 2, 5, 8, 13, 20, 80}[i%8])
+	}
+	f.Fuzz(func(t *testing.T, p string, maxWidth int) {
+		maxWidth %= 200
+		v := prompt.Path(p, prompt.Options{MaxWidth: maxWidth})
+		if maxWidth <= 0 {
+			maxWidth = prompt.DefaultMaxWidth
+		}
+		if err := sanitizeCheckPath(p, v, maxWidth); err != nil {
+			t.Fatalf("Path(%+q, %d) = %+q: %v", p, maxWidth, v, err)
+		}
+	})
+}
+
 // FuzzSanitizeUnquote asserts that Unquote never panics, fails only with
 // ErrSyntax, and accepts only what Quote writes.
 func FuzzSanitizeUnquote(f *testing.F) {
@@ -97,6 +124,9 @@ func sanitizeCheckQuote(s, q string, unquote func(string) (string, error)) error
 	tokens, err := sanitizeLex(q)
 	if err != nil {
 		return fmt.Errorf("Quote(%+q) = %+q: %v", s, q, err)
+	}
+	if strings.HasPrefix(q, " ") || strings.HasSuffix(q, " ") || strings.Contains(q, "  ") {
+		return fmt.Errorf("Quote(%+q) = %+q has a raw space at an end or beside another", s, q)
 	}
 	afterEscape := true // the start of the text counts as an escape: nothing to attach to
 	for _, tok := range tokens {
@@ -167,11 +197,147 @@ func sanitizeCheckValue(q, v string, maxWidth int) error {
 }
 
 // sanitizeNeutral restates, from impl/prompt's documentation, the code points
-// that never appear raw in Quote's output.
+// that never appear raw in Quote's output: the look-alikes of the question's
+// punctuation are read from UTS #39's confusables.txt, not from the package.
 func sanitizeNeutral(r rune) bool {
 	return !unicode.IsPrint(r) ||
 		unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) ||
-		strings.ContainsRune("\u2800\uFFFC«»…\\", r) || (0x1F3FB <= r && r <= 0x1F3FF)
+		strings.ContainsRune("\u2800\uFFFC«»…\\", r) || (0x1F3FB <= r && r <= 0x1F3FF) ||
+		sanitizeLookalikes()(r)
+}
+
+// sanitizeLookalikes returns a look-alike test read from confusables.txt:
+// whether a code point looks like <, >, .., \ or / and is not a letter.
+// (Each rune is judged on its own: deriving the whole table would cost every
+// new fuzz worker seconds.)
+var sanitizeLookalikes = sync.OnceValue(func() func(rune) bool {
+	f, err := os.Open("../impl/prompt/testdata/confusables.txt")
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	d, err := confusables.Parse(f)
+	if err != nil {
+		panic(err)
+	}
+	return func(r rune) bool { return d.Imitates(r) != 0 && !unicode.IsLetter(r) }
+})
+
+// sanitizeCheckPath returns what is wrong with v as Path's output for p and
+// the column bound maxWidth.
+func sanitizeCheckPath(p, v string, maxWidth int) error {
+	body, ok := strings.CutPrefix(v, "«\u2066")
+	if ok {
+		body, ok = strings.CutSuffix(body, "\u2069»")
+	}
+	if !ok {
+		return errors.New("not between «LRI and PDI»")
+	}
+	if !utf8.ValidString(body) || !norm.NFC.IsNormalString(body) {
+		return errors.New("not valid NFC UTF-8")
+	}
+	// Parse the body: isolates (FSI, text, PDI), raw separators and one …
+	// at most outside them. Text inside an isolate holds no isolate and no /.
+	type part struct {
+		text     string
+		isolated bool
+	}
+	var parts []part
+	for rest := body; rest != ""; {
+		if after, ok := strings.CutPrefix(rest, "\u2068"); ok {
+			text, next, ok := strings.Cut(after, "\u2069")
+			if !ok || strings.ContainsAny(text, "\u2066\u2067\u2068/") {
+				return fmt.Errorf("an isolate is unclosed, nested or holds a separator in %+q", body)
+			}
+			if text == "" {
+				return fmt.Errorf("an empty isolate in %+q", body)
+			}
+			parts = append(parts, part{text, true})
+			rest = next
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(rest)
+		if r != '/' && r != '…' {
+			return fmt.Errorf("%U outside every isolate in %+q", r, body)
+		}
+		parts = append(parts, part{rest[:n], false})
+		rest = rest[n:]
+	}
+	var plain strings.Builder
+	for _, pt := range parts {
+		plain.WriteString(pt.text)
+	}
+	comps := strings.Split(p, "/")
+	var quoted []string
+	width := len(comps) - 1
+	for _, c := range comps {
+		quoted = append(quoted, prompt.Quote(c))
+		width += uniseg.StringWidth(prompt.Quote(c))
+	}
+	if strings.Count(plain.String(), "…") == 0 {
+		// Untruncated: the components, in order, each in its own isolate.
+		var got []string
+		cur, inComp := "", false
+		for _, pt := range parts {
+			switch {
+			case pt.isolated && inComp:
+				return fmt.Errorf("two isolates for one component in %+q", body)
+			case pt.isolated:
+				cur, inComp = pt.text, true
+			default: // a separator
+				got, cur, inComp = append(got, cur), "", false
+			}
+		}
+		got = append(got, cur)
+		if !slices.Equal(got, quoted) {
+			return fmt.Errorf("components %+q, want %+q in order", got, quoted)
+		}
+		for i, q := range got {
+			if c, err := prompt.Unquote(q); err != nil || c != comps[i] {
+				return fmt.Errorf("component %d %+q does not unquote to %+q: %v", i, q, comps[i], err)
+			}
+		}
+		if width > maxWidth {
+			return fmt.Errorf("%d columns wide, over %d, yet not truncated", width, maxWidth)
+		}
+		return nil
+	}
+	if width <= maxWidth {
+		return fmt.Errorf("fits in %d columns, yet truncated", maxWidth)
+	}
+	if w := uniseg.StringWidth(plain.String()); w > maxWidth {
+		return fmt.Errorf("%d columns wide, over %d", w, maxWidth)
+	}
+	joined := strings.Join(quoted, "/")
+	head, tail, _ := strings.Cut(plain.String(), "…")
+	if strings.Contains(tail, "…") || !strings.HasPrefix(joined, head) || !strings.HasSuffix(joined, tail) {
+		return fmt.Errorf("%+q is not head…tail of %+q with one …", plain.String(), joined)
+	}
+	last := quoted[len(quoted)-1]
+	if len(comps) > 1 && 1+uniseg.StringWidth(last)+1 <= maxWidth {
+		if !(head == "" || strings.HasSuffix(head, "/")) || !strings.HasPrefix(tail, "/") {
+			return fmt.Errorf("cut inside a component, though the file name %+q fits", last)
+		}
+		return nil
+	}
+	// Cut inside components: at token and cluster boundaries of the
+	// component it falls in.
+	for _, cut := range []int{len(head), len(joined) - len(tail)} {
+		start := strings.LastIndexByte(joined[:cut], '/') + 1
+		end := len(joined)
+		if i := strings.IndexByte(joined[cut:], '/'); i >= 0 {
+			end = cut + i
+		}
+		c := joined[start:end]
+		tokens, err := sanitizeLex(c)
+		if err != nil {
+			return err
+		}
+		if !sanitizeTokenBoundary(tokens, cut-start, len(c)) || !sanitizeClusterBoundary(c, cut-start) {
+			return fmt.Errorf("cuts an escape or a grapheme cluster of %+q at byte %d", c, cut-start)
+		}
+	}
+	return nil
 }
 
 // sanitizeToken is an escape or one raw code point of quoted text.
@@ -257,6 +423,10 @@ func TestSanitizeFuzzOracles(t *testing.T) {
 		{"\u0301", "\u0301"},          // leading mark
 		{"\n\u0334", `\n` + "\u0334"}, // mark on an escape
 		{"a", `\q`},                   // malformed escape
+		{"a≫b", "a≫b"},                // raw look-alike of »
+		{"a∖x", "a∖x"},                // raw look-alike of the backslash
+		{"a  b", "a  b"},              // doubled raw space
+		{"a ", "a "},                  // trailing raw space
 	} {
 		if sanitizeCheckQuote(bad.s, bad.q, identity) == nil {
 			t.Errorf("quote checker accepted %+q for %+q", bad.q, bad.s)
@@ -281,9 +451,31 @@ func TestSanitizeFuzzOracles(t *testing.T) {
 			t.Errorf("value checker accepted %+q at width %d", bad.v, bad.width)
 		}
 	}
+	lri, fsi, pdi := "\u2066", "\u2068", "\u2069"
+	for _, bad := range []struct {
+		p, v  string
+		width int
+	}{
+		{"/a/b", "«" + fsi + "/a/b" + pdi + "»", 80},                                                                        // Value's one isolate
+		{"/a/b", "«" + lri + "/" + fsi + "a/b" + pdi + pdi + "»", 80},                                                       // a separator isolated
+		{"/a/b", "«" + lri + "/" + fsi + "b" + pdi + "/" + fsi + "a" + pdi + pdi + "»", 80},                                 // out of order
+		{"/a/b", "«" + lri + "/" + fsi + "a" + pdi + "/b" + pdi + "»", 80},                                                  // a component not isolated
+		{"/aaaa/bbbb/c", "«" + lri + "/" + fsi + "aa" + pdi + "…" + fsi + "b" + pdi + "/" + fsi + "c" + pdi + pdi + "»", 8}, // cut inside though c fits
+		{"/aaaa/bbbb/c", "«" + lri + "/" + fsi + "aaaa" + pdi + "/…/" + fsi + "c" + pdi + pdi + "»", 8},                     // too wide
+		{"/a/b", "«" + lri + "/…/" + fsi + "b" + pdi + pdi + "»", 80},                                                       // fits, yet truncated
+	} {
+		if sanitizeCheckPath(bad.p, bad.v, bad.width) == nil {
+			t.Errorf("path checker accepted %+q for %+q at width %d", bad.v, bad.p, bad.width)
+		}
+	}
 	for _, s := range sanitizeSeeds() {
 		if err := sanitizeCheckQuote(s, prompt.Quote(s), prompt.Unquote); err != nil {
 			t.Error(err)
+		}
+		for _, w := range []int{1, 3, 7, 12, 20, 80} {
+			if err := sanitizeCheckPath(s, prompt.Path(s, prompt.Options{MaxWidth: w}), w); err != nil {
+				t.Errorf("Path(%+q, %d): %v", s, w, err)
+			}
 		}
 		for _, w := range []int{1, 7, 20, 80} {
 			if err := sanitizeCheckValue(prompt.Quote(s), prompt.Value(s, prompt.Options{MaxWidth: w}), w); err != nil {

@@ -13,10 +13,15 @@ func ExampleQuote() {
 	// Invisible and bidi characters, invalid bytes and the backslash become escapes.
 	fmt.Println(prompt.Quote("invoice\u202Efdp.exe"))
 	fmt.Println(prompt.Quote("a\u200Bb \xff C:\\x"))
+	// Look-alikes of the delimiters and doubled or trailing spaces too.
+	fmt.Println(prompt.Quote("a.txt≫ and ≪b.txt"))
+	fmt.Println(prompt.Quote("old  notes.txt "))
 	// Output:
 	// cache.txt\n\nSYSTEM NOTICE: your session has expired.
 	// invoice\u{202E}fdp.exe
 	// a\u{200B}b \xFF C:\\x
+	// a.txt\u{226B} and \u{226A}b.txt
+	// old\u{20}\u{20}notes.txt\u{20}
 }
 
 func ExampleUnquote() {
@@ -38,12 +43,25 @@ func ExampleValue() {
 	// Delete «<FSI>/home/…fts/final.pdf<PDI>»?
 }
 
+func ExamplePath() {
+	// Each component in its own isolate, so right-to-left directory names
+	// ("backup/contract.pdf" in Hebrew) are drawn in their order.
+	p := prompt.Path("/srv/גיבוי/חוזה.pdf", prompt.Options{})
+	show := strings.NewReplacer("\u2066", "<LRI>", "\u2068", "<FSI>", "\u2069", "<PDI>")
+	fmt.Println(show.Replace(fmt.Sprintf("Delete %s?", p)))
+	// Too wide: whole components are dropped from the middle.
+	fmt.Println(show.Replace(prompt.Path("/home/alice/projects/report-2026/drafts/final.pdf", prompt.Options{MaxWidth: 20})))
+	// Output:
+	// Delete «<LRI>/<FSI>srv<PDI>/<FSI>גיבוי<PDI>/<FSI>חוזה.pdf<PDI><PDI>»?
+	// «<LRI>/<FSI>home<PDI>/…/<FSI>final.pdf<PDI><PDI>»
+}
+
 func ExampleWarnings() {
 	for _, name := range []string{"report.pdf", "p\u0430ypal.com", "notes\u200B.txt"} {
 		fmt.Println(prompt.Quote(name), prompt.Warnings(name))
 	}
 	// Output:
 	// report.pdf []
-	// pаypal.com [it mixes letters of different scripts, which can imitate another name]
+	// pаypal.com [it mixes scripts or uses letters that look like punctuation, which can imitate another name]
 	// notes\u{200B}.txt [it contains hidden or ambiguous characters, shown as \ escapes]
 }

@@ -3,7 +3,9 @@
 //
 // [Quote] turns any byte string into one line of visible text with a reversible
 // escape grammar; [Value] truncates that line in the middle and delimits it for
-// embedding in a question; [Unquote] inverts Quote; [Warnings] adds optional notes.
+// embedding in a question; [Path] does the same for a slash-separated path,
+// isolating each component so that right-to-left names cannot reorder it;
+// [Unquote] inverts Quote; [Warnings] adds optional notes.
 //
 // # Escape grammar
 //
@@ -13,8 +15,8 @@
 //	\n  \t     for line feed and tab
 //	\xHH       for the other C0 controls and DEL, and for each byte that is not
 //	           valid UTF-8 (two upper-case hex digits)
-//	\u{HEX}    for every other neutralized code point (upper-case hex, no
-//	           leading zeros)
+//	\u{HEX}    for every other neutralized code point, and for a space that
+//	           is not alone (upper-case hex, no leading zeros: \u{20})
 //
 // and copies every other code point unchanged. A code point is neutralized when
 //
@@ -30,7 +32,22 @@
 //     changes the look and width of whatever precedes it;
 //   - it is one of the question's own delimiters « and » or the ellipsis …, so a
 //     value cannot close its quotation and open a second one, and a raw … in the
-//     output only ever means truncation.
+//     output only ever means truncation;
+//   - it looks like the question's punctuation and is not a letter: UTS #39's
+//     confusables data (confusables.txt 15.0.0, the version of Go's tables; see
+//     gen_lookalikes.go) gives it a skeleton made only of "<" or only of ">"
+//     (‹ › ≪ ≫ ❮ ❯ ˂ ˃, which imitate the guillemets), of two or more full
+//     stops (‥, which imitates the truncation mark), only of backslashes (∖ ＼
+//     ⧵, which would start a fake escape: a∖u{202E} would read as a\u{202E}),
+//     or only of slashes (∕ ⁄ ⧸, which would split a component of a [Path] in
+//     two to the eye). UTS #39 lists no look-alike of « or » themselves.
+//
+// A space (U+0020) is written raw only between two code points that are not
+// spaces. At either end of the value, and in a run of two or more, each space
+// is escaped as \u{20}: renderers such as HTML collapse runs of spaces and
+// drop them at the ends, so "old  notes.txt", "old notes.txt" and
+// "old notes.txt " would look alike. Every other space character (no-break,
+// ideographic, em and the rest) is not printable and so always escaped.
 //
 // Some code points are also escaped because of where they stand. Within a
 // grapheme cluster, a raw run is the code points written unescaped since the
@@ -53,19 +70,33 @@
 //   - Unquote accepts exactly the strings Quote produces.
 //   - Value keeps the head and the tail (file name and extension) of the quoted
 //     text, marks a cut with one …, never cuts a grapheme cluster or an escape,
-//     and stays within [Options].MaxWidth columns.
+//     and stays within [Options].MaxWidth columns. Path does the same and keeps
+//     whole components whenever the last one fits, and never cuts an isolate.
+//   - Path draws the components of a path left to right in their logical order,
+//     whatever their direction (checked with GNU FriBidi); untruncated, it is
+//     one-to-one, and every raw slash in it is a separator.
 //
 // # Non-guarantees
 //
-//   - Look-alike characters are shown as they are: Cyrillic "а" and Latin "a"
+//   - Look-alike letters are shown as they are: Cyrillic "а" and Latin "a"
 //     are different names that look the same. [Warnings] flags mixed scripts but
-//     cannot detect a name written wholly in a look-alike script. Likewise
-//     look-alikes of the delimiters, the ellipsis and the backslash (≪ ≫ ‹ ›,
-//     ‥, ∖ ＼) stay raw: a value can imitate them to the eye, never in the text.
+//     cannot detect a name written wholly in a look-alike script. Letters that
+//     UTS #39 says look like the punctuation above (Katakana ノ, Canadian
+//     syllabics ᐸ ᐳ, Han 丿 丶, Lisu ꓺ and five more) stay raw too, because
+//     they are the substance of ordinary names in their scripts; Warnings flags
+//     one that stands apart from letters of its own script.
+//   - Only UTS #39's look-alikes are escaped. The CJK title marks 《 》 and
+//     ASCII << >> and ... stay raw: UTS #39 does not list them as confusable
+//     with « », 《 》 enclose every book title in Chinese names, and the ASCII
+//     characters are the prototypes the data measures look-alikes against.
 //   - A truncated Value is not one-to-one: names that share head and tail show
 //     the same. Bind the confirmation to the exact value, not to its display.
 //   - The output is plain text. It is not escaped for HTML, Markdown or a
 //     terminal's own syntax; that is the renderer's job.
+//   - Inside one component, or one Value, the bidi algorithm still orders
+//     right-to-left and left-to-right runs as their readers expect: a Hebrew
+//     name with a Latin extension is drawn with the extension on its left, as
+//     a file manager draws it. Isolation keeps that inside the component.
 //   - Widths are those of github.com/rivo/uniseg (East Asian wide characters and
 //     emoji count two). Fonts and terminals may differ, notably for spacing marks.
 //
@@ -110,22 +141,26 @@ var ErrSyntax = errors.New("prompt: invalid quoted text")
 func Quote(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
+	at := 0
 	for c := range graphemes(s) {
-		quoteCluster(&b, c)
+		quoteCluster(&b, s, at, at+len(c))
+		at += len(c)
 	}
 	return b.String()
 }
 
-// quoteCluster writes the escaped form of one grapheme cluster c.
-func quoteCluster(b *strings.Builder, c string) {
-	run := 0 // c[run:i] is the raw run
-	for i := 0; i < len(c); {
-		r, n := utf8.DecodeRuneInString(c[i:])
+// quoteCluster writes the escaped form of the grapheme cluster s[start:end].
+func quoteCluster(b *strings.Builder, s string, start, end int) {
+	run := start // s[run:i] is the raw run
+	for i := start; i < end; {
+		r, n := utf8.DecodeRuneInString(s[i:end])
 		switch {
 		case r == utf8.RuneError && n == 1:
-			writeHex(b, `\x`, uint32(c[i]), 2) // invalid byte: kept distinct, never U+FFFD
-		case raw(c[run:i+n], r):
-			b.WriteString(c[i : i+n])
+			writeHex(b, `\x`, uint32(s[i]), 2) // invalid byte: kept distinct, never U+FFFD
+		case r == ' ' && !loneSpace(s, i):
+			escape(b, r) // renderers collapse runs of spaces and drop them at the ends
+		case raw(s[run:i+n], r):
+			b.WriteString(s[i : i+n])
 			i += n
 			continue
 		default:
@@ -161,7 +196,14 @@ func neutralized(r rune) bool {
 	}
 	return !unicode.IsPrint(r) ||
 		unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) ||
-		emojiModifier(r)
+		emojiModifier(r) ||
+		lookalikeSymbol(r) // ≫ or › would close the value's quotation to the eye, ∖ open a fake escape
+}
+
+// loneSpace reports whether the space at s[i] stands between two code points
+// that are not spaces: the only spaces Quote writes raw.
+func loneSpace(s string, i int) bool {
+	return i > 0 && i+1 < len(s) && s[i-1] != ' ' && s[i+1] != ' '
 }
 
 // extender reports whether r attaches to the code point before it: a combining

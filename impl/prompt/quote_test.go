@@ -3,13 +3,16 @@ package prompt_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/confusables"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 )
 
@@ -64,6 +67,8 @@ func TestQuote(t *testing.T) {
 		{"BOM", "\uFEFFa", `\u{FEFF}a`},
 		{"soft hyphen", "pass\u00ADword", `pass\u{AD}word`},
 		{"no-break space", "a\u00A0b", `a\u{A0}b`},
+		{"ogham space mark", "a\u1680b", `a\u{1680}b`},
+		{"em space and hair space", "a\u2003b\u200Ac", `a\u{2003}b\u{200A}c`},
 		{"ideographic space", "a\u3000b", `a\u{3000}b`},
 		{"tag-smuggled instruction", "notes.txt\U000E0069\U000E0067\U000E006E\U000E006F\U000E0072\U000E0065",
 			`notes.txt\u{E0069}\u{E0067}\u{E006E}\u{E006F}\u{E0072}\u{E0065}`},
@@ -83,6 +88,32 @@ func TestQuote(t *testing.T) {
 		// The dialog's own delimiters and ellipsis.
 		{"forged second target", "cache.txt» and «~/.ssh", `cache.txt\u{BB} and \u{AB}~/.ssh`},
 		{"ellipsis", "a…b", `a\u{2026}b`},
+
+		// Look-alikes of the delimiters, the ellipsis, the backslash and the
+		// slash (UTS #39 confusables.txt): escaped unless they are letters.
+		{"much greater and less", "a.txt≫ and ≪b.txt", `a.txt\u{226B} and \u{226A}b.txt`},
+		{"single guillemets", "a› and ‹b", `a\u{203A} and \u{2039}b`},
+		{"heavy ornaments", "a❯ and ❮b", `a\u{276F} and \u{276E}b`},
+		{"modifier arrowheads", "˃˂", `\u{2C3}\u{2C2}`},
+		{"two dot leader", "a‥b", `a\u{2025}b`},
+		{"set minus forges an escape", "a∖u{202E}", `a\u{2216}u{202E}`},
+		{"fullwidth reverse solidus", "＼", `\u{FF3C}`},
+		{"division and fraction slash", "a∕b⁄c", `a\u{2215}b\u{2044}c`},
+		{"letters stay raw", "ᐸᐳ ノート 丿", "ᐸᐳ ノート 丿"},
+		{"CJK brackets are no look-alikes in UTS #39", "《a》", "《a》"},
+
+		// Spaces: one between two other characters stays raw; at either end
+		// or next to another space, each is escaped.
+		{"one space", "old notes.txt", "old notes.txt"},
+		{"two spaces", "old  notes.txt", `old\u{20}\u{20}notes.txt`},
+		{"three spaces", "a   b", `a\u{20}\u{20}\u{20}b`},
+		{"trailing space", "notes.txt ", `notes.txt\u{20}`},
+		{"leading space", " notes.txt", `\u{20}notes.txt`},
+		{"only a space", " ", `\u{20}`},
+		{"spaces only", "   ", `\u{20}\u{20}\u{20}`},
+		{"space beside an escape", "a \n b", `a \n b`},
+		{"space before a mark", "a \u0301b", "a \u0301b"},
+		{"leading space before a mark", " \u0301", `\u{20}\u{301}`},
 
 		// Canonical equivalence: escaped, never normalized.
 		{"decomposed é", "e\u0301", `e\u{301}`},
@@ -124,6 +155,7 @@ func TestQuoteIsOneToOne(t *testing.T) {
 	inputs := []string{
 		"a\nb", "a\tb", "a b", "a\u00A0b", "a\u3000b", "a\u200Bb", "ab", "a\u2028b", `a\nb`,
 		"é", "e\u0301", "Ω", "\u2126", "a\xffb", "a\uFFFDb", `a\xFFb`, "\u00ABx\u00BB", "…", "...",
+		"old notes.txt", "old  notes.txt", "old notes.txt ", " old notes.txt", "a\u2003b", "a\u2216x", `a\x`,
 	}
 	seen := map[string]string{}
 	for _, in := range inputs {
@@ -188,6 +220,9 @@ func checkQuoted(t *testing.T, s, q string) {
 			t.Errorf("Quote(%+q) = %+q holds %U raw", s, q, r)
 		}
 	}
+	if strings.HasPrefix(q, " ") || strings.HasSuffix(q, " ") || strings.Contains(q, "  ") {
+		t.Errorf("Quote(%+q) = %+q has a raw space at an end or beside another", s, q)
+	}
 	if r, _ := utf8.DecodeRuneInString(q); unicode.Is(unicode.M, r) {
 		t.Errorf("Quote(%+q) = %+q starts with a mark", s, q)
 	}
@@ -196,19 +231,41 @@ func checkQuoted(t *testing.T, s, q string) {
 	}
 }
 
-// neutral restates the package's neutralized set from its documentation.
+// neutral restates the package's neutralized set from its documentation,
+// the look-alikes taken from confusables.txt, not from the package's table.
 func neutral(r rune) bool {
 	return !unicode.IsPrint(r) ||
 		unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) ||
-		strings.ContainsRune("\u2800\uFFFC«»…", r) || (0x1F3FB <= r && r <= 0x1F3FF)
+		strings.ContainsRune("\u2800\uFFFC«»…", r) || (0x1F3FB <= r && r <= 0x1F3FF) ||
+		lookalikeSymbols()[r]
 }
+
+// lookalikeSymbols returns the code points that UTS #39 says look like
+// <, >, "..", \ or / and that are not letters.
+var lookalikeSymbols = sync.OnceValue(func() map[rune]bool {
+	f, err := os.Open("testdata/confusables.txt")
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	d, err := confusables.Parse(f)
+	if err != nil {
+		panic(err)
+	}
+	m := map[rune]bool{}
+	for _, l := range d.Lookalikes() {
+		m[l.Rune] = !unicode.IsLetter(l.Rune)
+	}
+	return m
+})
 
 func TestUnquoteRejects(t *testing.T) {
 	for _, q := range []string{
 		`\`, `a\`, `\q`, `\N`, `\x`, `\x4`, `\xZZ`, `\x0a`, `\x0A`, `\x09`, `\x41`, `\x5C`,
 		`\xC3\xA9`, `\u`, `\u41`, `\u{`, `\u{}`, `\u{41`, `\u{41}`, `\u{0301}`, `\u{200b}`,
-		`\u{0200B}`, `\u{D800}`, `\u{110000}`, `\u{1000000}`, `\u{E9}`, `\u{20}`,
+		`\u{0200B}`, `\u{D800}`, `\u{110000}`, `\u{1000000}`, `\u{E9}`,
 		"\n", "a\tb", "\u200B", "\u202E", "«", "…", "\xff", "e\u0301", "\u0301", "\u2126",
+		`a\u{20}b`, " ", "a ", " a", "a  b", "≫", "∖", "‥", `\u{20}b `,
 		`\u{200B`, `\u{2 00B}`, `\u{+1}`,
 	} {
 		s, err := prompt.Unquote(q)
@@ -219,7 +276,8 @@ func TestUnquoteRejects(t *testing.T) {
 	// Negative control: the canonical forms are accepted.
 	for q, want := range map[string]string{
 		`\x0D\n\t\\`: "\r\n\t\\", `\u{200B}`: "\u200B", `\xFF`: "\xff", `e\u{301}`: "e\u0301",
-		`\u{10FFFF}`: "\U0010FFFF", "é": "é", "": "",
+		`\u{10FFFF}`: "\U0010FFFF", "é": "é", "": "", `\u{20}`: " ", `a\u{20}\u{20}b`: "a  b",
+		`\u{226B}`: "≫", "a b": "a b", "ノ": "ノ",
 	} {
 		if s, err := prompt.Unquote(q); err != nil || s != want {
 			t.Errorf("Unquote(%+q) = %+q, %v; want %+q", q, s, err, want)

@@ -54,12 +54,24 @@ func truncate(q string, maxWidth int) string {
 
 // cut is truncate without the shortcut.
 func cut(q string, maxWidth int) string {
+	head, tail, width := span(atoms(q), maxWidth)
+	if width <= maxWidth {
+		return q
+	}
+	return q[:head] + ellipsis + q[tail:]
+}
+
+// span measures the text made of atoms and, when it is wider than maxWidth,
+// chooses what to drop: the bytes [head, tail) of the text, to be replaced by
+// one ellipsis. The tail (file name and extension) gets two thirds of the
+// room, the head what the tail leaves. It returns the text's width too.
+func span(atoms iter.Seq2[string, int], maxWidth int) (head, tail, width int) {
 	budget := maxWidth - uniseg.StringWidth(ellipsis)
 	tailBudget := budget - budget/3
-	type cut struct{ at, width int } // an offset in q and the columns before it
+	type cut struct{ at, width int } // an offset in the text and the columns before it
 	var heads, tails []cut           // head ends within budget; tail starts within tailBudget of the end
-	at, width := 0, 0
-	for a, w := range atoms(q) {
+	at := 0
+	for a, w := range atoms {
 		tails = append(tails, cut{at, width})
 		at, width = at+len(a), width+w
 		if width <= budget {
@@ -69,20 +81,17 @@ func cut(q string, maxWidth int) string {
 			tails = tails[1:]
 		}
 	}
-	if width <= maxWidth {
-		return q
-	}
-	tail := cut{len(q), width}
+	t := cut{at, width}
 	if len(tails) > 0 {
-		tail = tails[0]
+		t = tails[0]
 	}
-	head := cut{0, 0}
-	for _, h := range heads {
-		if h.width <= budget-(width-tail.width) {
-			head = h
+	h := cut{0, 0}
+	for _, c := range heads {
+		if c.width <= budget-(width-t.width) {
+			h = c
 		}
 	}
-	return q[:head.at] + ellipsis + q[tail.at:]
+	return h.at, t.at, width
 }
 
 // printableASCII reports whether every byte of s is in ' '..'~'. Each such

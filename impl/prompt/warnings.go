@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"slices"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -16,20 +17,45 @@ const (
 	// an ellipsis).
 	Hidden Warning = `it contains hidden or ambiguous characters, shown as \ escapes`
 	// MixedScripts means letters of scripts that UTS #39 does not allow together
-	// at its Highly Restrictive level, as in a Latin name with a Cyrillic "а".
-	MixedScripts Warning = "it mixes letters of different scripts, which can imitate another name"
+	// at its Highly Restrictive level, as in a Latin name with a Cyrillic "а",
+	// or a letter that UTS #39 says looks like the question's punctuation
+	// (Katakana ノ like "/", Canadian syllabics ᐸ like "<") standing where it
+	// can pass for that punctuation. Quote escapes such look-alikes unless they
+	// are letters; this warning covers the letters.
+	MixedScripts Warning = "it mixes scripts or uses letters that look like punctuation, which can imitate another name"
 )
 
 // Warnings returns the warnings that apply to s, Hidden before MixedScripts, or
 // nil. It runs in linear time. The script check is a heuristic applied word by
 // word, so "файл.txt" passes and "pаypal" (with a Cyrillic а) does not; a name
-// written wholly in look-alike letters of one script raises nothing.
+// written wholly in look-alike letters of one script raises nothing. A letter
+// that looks like punctuation passes only beside a letter of its own script
+// (or a Common one, such as the prolonged sound mark in ノート) that is not a
+// look-alike itself, so "ノート.txt" passes and "a丿..丿b" does not.
 func Warnings(s string) []Warning {
+	return warnings(s, hidden(s))
+}
+
+// PathWarnings is Warnings for a path shown by Path, which quotes each
+// component on its own: a space at either end of a component is escaped, and
+// so counts as hidden, as in "/srv/ notes.txt".
+func PathWarnings(p string) []Warning {
+	h := false
+	for c := range strings.SplitSeq(p, "/") {
+		if h = hidden(c); h {
+			break
+		}
+	}
+	return warnings(p, h)
+}
+
+// warnings returns the warnings for s, Hidden if h.
+func warnings(s string, h bool) []Warning {
 	var ws []Warning
-	if hidden(s) {
+	if h {
 		ws = append(ws, Hidden)
 	}
-	if mixedScripts(s) {
+	if mixedScripts(s) || lonelyLookalike(s) {
 		ws = append(ws, MixedScripts)
 	}
 	return ws
@@ -127,4 +153,42 @@ func highlyRestrictive(scripts []string) bool {
 		}
 	}
 	return false
+}
+
+// lonelyLookalike reports whether s has a letter that looks like the
+// question's punctuation with no partner beside it: a letter of its own
+// script, or of Common or Inherited, that is not a look-alike. Marks are
+// skipped; they belong to the letter before them.
+func lonelyLookalike(s string) bool {
+	var known []string // the scripts of look-alike letters seen, for script's search
+	prev, cur := rune(-1), rune(-1)
+	check := func(next rune) bool { // whether cur is a lonely look-alike letter
+		if cur < 0 || !unicode.IsLetter(cur) || imitates(cur) == 0 {
+			return false
+		}
+		name := script(cur, known)
+		if !slices.Contains(known, name) {
+			known = append(known, name)
+		}
+		return !partner(prev, name) && !partner(next, name)
+	}
+	for _, r := range s {
+		if unicode.IsMark(r) {
+			continue
+		}
+		if check(r) {
+			return true
+		}
+		prev, cur = cur, r
+	}
+	return check(-1)
+}
+
+// partner reports whether r is a letter of the script name, Common or
+// Inherited, that does not look like punctuation.
+func partner(r rune, name string) bool {
+	if r < 0 || !unicode.IsLetter(r) || imitates(r) != 0 {
+		return false
+	}
+	return unicode.In(r, unicode.Common, unicode.Inherited) || name != "" && unicode.Is(unicode.Scripts[name], r)
 }

@@ -28,6 +28,10 @@ func TestWarnings(t *testing.T) {
 		{"Chinese with Bopomofo", "ㄅ中文.txt", nil},
 		{"accents", "Crème brûlée", nil},
 		{"eight scripts in separate words", eight, nil},
+		{"Katakana NO in a word", "/home/taro/ノート.txt", nil},
+		{"Katakana NO after Katakana", "フォルダノ", nil},
+		{"Canadian PA in a syllabics word", "ᐸᓂᖅ.txt", nil},
+		{"spaces are no letters", "old notes.txt", nil},
 
 		{"forged prompt", forged, []prompt.Warning{hidden}},
 		{"zero width", "pay\u200Bpal", []prompt.Warning{hidden}},
@@ -39,6 +43,13 @@ func TestWarnings(t *testing.T) {
 		{"Hangul with Hiragana", "한ひ", []prompt.Warning{mixed}},
 		{"nine scripts in separate words", eight + " ა", []prompt.Warning{mixed}},
 		{"both", "p\u0430y\u200Bpal", []prompt.Warning{hidden, mixed}},
+		{"Han slash-likes forge a parent", "public丿..丿secret.txt", []prompt.Warning{mixed}},
+		{"Katakana NO between Latin", "a\u30CEb", []prompt.Warning{mixed}},
+		{"Canadian syllabics as guillemets", "x.txt ᐳᐳ and ᐸᐸ y.txt", []prompt.Warning{mixed}},
+		{"Katakana NO alone", "ノ", []prompt.Warning{mixed}},
+		{"look-alike symbols are escaped", "x.txt≫ and ≪y.txt", []prompt.Warning{hidden}},
+		{"doubled space", "old  notes.txt", []prompt.Warning{hidden}},
+		{"trailing space", "notes.txt ", []prompt.Warning{hidden}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +57,29 @@ func TestWarnings(t *testing.T) {
 				t.Errorf("Warnings(%+q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPathWarnings(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []prompt.Warning
+	}{
+		{"/srv/old notes.txt", nil},
+		{"/srv/ notes.txt", []prompt.Warning{prompt.Hidden}}, // Path escapes the space; Warnings of the whole would not
+		{"/srv/notes /x", []prompt.Warning{prompt.Hidden}},
+		{"/srv/a\u200Bb", []prompt.Warning{prompt.Hidden}},
+		{"/srv/p\u0430ypal", []prompt.Warning{prompt.MixedScripts}},
+		{"/home/taro/ノート.txt", nil},
+		{"/srv/ノ/x", []prompt.Warning{prompt.MixedScripts}},
+	}
+	for _, tt := range tests {
+		if got := prompt.PathWarnings(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("PathWarnings(%+q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := prompt.Warnings("/srv/ notes.txt"); got != nil {
+		t.Errorf("control: Warnings(%+q) = %q, want none: the space is lone in the whole path", "/srv/ notes.txt", got)
 	}
 }
 
