@@ -3,6 +3,7 @@ module github.com/mcp-confirm/mcp-confirm
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0

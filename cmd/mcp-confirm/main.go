@@ -66,7 +66,8 @@ Usage:
   mcp-confirm --root DIR [--root DIR ...] [flags]
 
 It serves MCP over stdio unless --http is given. Without --root, every
-delete_file call is refused.
+delete_file call is refused. "mcp-confirm proxy --help" describes the
+confirming proxy for other MCP servers.
 
 Flags:
 `
@@ -103,6 +104,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "proxy" {
+		return runProxy(ctx, args[1:], stdin, stdout, stderr)
+	}
 	c, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/impl/server"
+)
+
+// proxyConfig is the parsed command line of the proxy subcommand.
+type proxyConfig struct {
+	command     []string // the upstream command and its arguments
+	upstreamURL string
+	policy      string
+	name        string
+	keyFile     string
+	ttl         time.Duration
+	httpAddr    string
+	ledger      string
+	logLevel    slog.Level
+}
+
+const proxyUsage = `mcp-confirm proxy — single-use, honest confirmations in front of any MCP server.
+
+Usage:
+  mcp-confirm proxy [flags] -- COMMAND [ARGS...]   upstream over stdio (the proxy starts it)
+  mcp-confirm proxy [flags] --upstream URL         upstream over streamable HTTP
+
+Every tools/call the policy does not allow is asked: the person sees the
+proxy's own question (the upstream's name, the tool, every argument), and
+the approved call is forwarded exactly once. Everything else passes through
+unchanged. Without --policy, every tool is asked. It serves MCP on stdio
+unless --http is given.
+
+Flags:
+`
+
+func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
+	var c proxyConfig
+	fs := flag.NewFlagSet("mcp-confirm proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.upstreamURL, "upstream", "", "connect to an upstream MCP server over streamable HTTP at this URL, instead of starting COMMAND")
+	fs.StringVar(&c.policy, "policy", "", "TOML policy: name (the upstream's name in questions), allow/ask/deny lists of tool globs, default,\nallow_read_only_hint, [questions] templates. Without it, every tool is asked")
+	fs.StringVar(&c.name, "name", proxy.DefaultName, "the proxy's server name and requestState audience; replicas behind one load balancer share it")
+	fs.StringVar(&c.keyFile, "key-file", "", "file of requestState secrets, one per line (each at least 32 bytes; the first seals, all verify).\nShare it between replicas. Without it, a random key known only to this process is used")
+	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
+	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio; both protocol eras are served")
+	fs.StringVar(&c.ledger, "ledger", "memory:", "where pending confirmations are kept: memory:, redis://[:PASSWORD@]HOST:PORT/DB or postgres://USER@HOST:PORT/DB.\nReplicas must share a redis:// or postgres:// ledger and their --key-file")
+	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), proxyUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.command = fs.Args()
+	switch {
+	case c.upstreamURL == "" && len(c.command) == 0:
+		return c, errors.New("no upstream: give -- COMMAND [ARGS...] or --upstream URL")
+	case c.upstreamURL != "" && len(c.command) > 0:
+		return c, fmt.Errorf("both --upstream and a command (%q) given; choose one", c.command[0])
+	case c.upstreamURL != "":
+		u, err := url.Parse(c.upstreamURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("--upstream %q: want an http:// or https:// URL", c.upstreamURL)
+		}
+	}
+	if c.ttl <= 0 {
+		return c, fmt.Errorf("--ttl %v: must be positive", c.ttl)
+	}
+	if c.name == "" {
+		return c, errors.New("--name: empty")
+	}
+	if err := server.CheckStoreURL(c.ledger); err != nil {
+		return c, fmt.Errorf("--ledger: %w", err)
+	}
+	return c, nil
+}
+
+// runProxy runs the proxy subcommand.
+func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c, err := parseProxy(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\nRun mcp-confirm proxy --help for usage.\n", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	var policy *proxy.Policy
+	if c.policy != "" {
+		f, err := os.Open(c.policy)
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-confirm proxy: --policy: %v\n", err)
+			return 2
+		}
+		policy, err = proxy.ParsePolicy(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-confirm proxy: --policy %s: %v\n", c.policy, err)
+			return 2
+		}
+	}
+	var keys [][]byte
+	if c.keyFile != "" {
+		if keys, err = readKeys(c.keyFile); err != nil {
+			fmt.Fprintf(stderr, "mcp-confirm proxy: --key-file: %v\n", err)
+			return 2
+		}
+	}
+	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	store, closeStore, err := server.OpenStore(openCtx, c.ledger, c.name)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm proxy: --ledger: %v\n", err)
+		return 1
+	}
+	defer closeStore()
+
+	connect := func(context.Context) (mcp.Transport, error) {
+		if c.upstreamURL != "" {
+			return &mcp.StreamableClientTransport{Endpoint: c.upstreamURL}, nil
+		}
+		// A fresh process per connection: the proxy opens one at start-up
+		// and one per older-era downstream session (see package proxy).
+		cmd := exec.Command(c.command[0], c.command[1:]...)
+		cmd.Stderr = stderr
+		return &mcp.CommandTransport{Command: cmd}, nil
+	}
+	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	p, err := proxy.New(startCtx, proxy.Options{
+		Connect: connect,
+		Policy:  policy,
+		Name:    c.name,
+		Keys:    keys,
+		TTL:     c.ttl,
+		Store:   store,
+		Logger:  log,
+	})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
+		if errors.Is(err, proxy.ErrPolicy) {
+			return 2
+		}
+		return 1
+	}
+	defer p.Close()
+
+	if c.httpAddr == "" {
+		log.Info("proxy serving MCP on stdio", "upstream", policy.Name())
+		err = p.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	} else {
+		err = serveHTTP(ctx, c.httpAddr, p.Handler(), log, nil)
+	}
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestProxyFlags(t *testing.T) {
+	dir := t.TempDir()
+	badPolicy := filepath.Join(dir, "bad.toml")
+	if err := os.WriteFile(badPolicy, []byte("alow = [\"read_*\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"help", []string{"--help"}, 0, "--upstream URL"},
+		{"no upstream", nil, 2, "no upstream"},
+		{"both upstreams", []string{"--upstream", "http://127.0.0.1:1/", "--", "true"}, 2, "choose one"},
+		{"bad upstream URL", []string{"--upstream", "ftp://x"}, 2, "http:// or https://"},
+		{"missing policy", []string{"--policy", filepath.Join(dir, "nope"), "--", "true"}, 2, "--policy"},
+		{"bad policy", []string{"--policy", badPolicy, "--", "true"}, 2, "unknown key alow"},
+		{"bad ttl", []string{"--ttl", "-1s", "--", "true"}, 2, "must be positive"},
+		{"bad ledger", []string{"--ledger", "ftp://x", "--", "true"}, 2, "--ledger"},
+		{"empty name", []string{"--name", "", "--", "true"}, 2, "--name"},
+		{"upstream that is not an MCP server", []string{"--", "true"}, 1, "upstream unavailable"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"proxy"}, tt.args...), strings.NewReader(""), &stdout, &stderr)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("stderr does not mention %q:\n%s", tt.want, stderr.String())
+			}
+		})
+	}
+}
+
+// The built binary as a proxy in front of the built binary as the reference
+// server, both over stdio: the person is asked by the proxy, then by the
+// upstream itself (its own question relayed, as input_required to a
+// 2026-07-28 client, in-process to an older one), and the file is deleted
+// once.
+func TestProxyInFrontOfReferenceServer(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "mcp-confirm")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	policy := filepath.Join(t.TempDir(), "policy.toml")
+	if err := os.WriteFile(policy, []byte("name = \"reference\"\nask = [\"delete_file\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			f := filepath.Join(root, "a.txt")
+			if err := os.WriteFile(f, []byte("a"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var (
+				mu    sync.Mutex
+				asked []string
+			)
+			client := mcp.NewClient(&mcp.Implementation{Name: "proxy-test", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					asked = append(asked, req.Params.Message)
+					mu.Unlock()
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+				},
+			})
+			cmd := exec.Command(bin, "proxy", "--policy", policy, "--", bin, "--root", root)
+			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": f}})
+			if err != nil || res.IsError {
+				t.Fatalf("delete_file through the proxy: err=%v res=%+v", err, res)
+			}
+			if _, err := os.Lstat(f); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("%s not deleted: %v", f, err)
+			}
+			if len(asked) != 2 || !strings.Contains(asked[0], "Run the tool «\u2068delete_file\u2069» of «\u2068reference\u2069»") {
+				t.Fatalf("want the proxy's question, then the upstream's; got %q", asked)
+			}
+		})
+	}
+}

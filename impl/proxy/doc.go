@@ -1,0 +1,82 @@
+// Package proxy puts single-use, honest confirmations in front of an MCP
+// server nobody here wrote, with no change to that server.
+//
+// A [Proxy] is a go-sdk MCP server (downstream, for the person's client)
+// and a go-sdk MCP client of one upstream server. Everything passes through
+// unchanged — tools/list, resources, prompts, completions, logging,
+// progress, cancellation, list-changed notifications, and the upstream's own
+// elicitation, sampling and roots requests — except tools/call, which the
+// [Policy] gates: allowed calls are forwarded as they are, denied tools are
+// hidden from tools/list and refused, and every other call is asked.
+//
+// An asked call runs through [confirm.Flow] behind the [requeststate]
+// boundary, in both protocol eras: the first round records a pending
+// confirmation in the [ledger] and puts the proxy's own question; the
+// answer redeems it, and only then is the call forwarded, once.
+//
+// # What it guarantees
+//
+//   - The question is the proxy's. It names the upstream (as the operator
+//     named it in the policy), the tool, and every argument as a key and a
+//     value, each through package prompt: escaped visibly, one line each,
+//     isolated for bidi, cut in the middle when long, with the value's size
+//     and a short SHA-256 when cut. No text from the upstream — tool
+//     descriptions, titles, schemas, server name, instructions — goes into
+//     it. Arguments it could not show as the upstream will read them (bytes
+//     that are not UTF-8, lone surrogates, anything but an object) are
+//     refused before asking.
+//   - Binding. The sealed requestState binds the tool, the digest of the
+//     exact canonical arguments, the principal and the audience; the ledger
+//     record it names binds the same and the fingerprint of the upstream's
+//     tool definition ([Fingerprint]: name, input schema, annotations)
+//     taken when asking. Before forwarding, the proxy reads the tool's
+//     current definition from the upstream and forwards only if its
+//     fingerprint is unchanged. It forwards exactly the canonical arguments
+//     the digest covers.
+//   - At most once. The approval is redeemed before the call is forwarded,
+//     and a call is forwarded once, never retried. If the upstream's reply is
+//     lost after forwarding, the answer says the outcome is unknown. With a
+//     shared Redis or PostgreSQL store, replicas share this guarantee. When
+//     an upstream of the 2026-07-28 era asks a follow-up question inside an
+//     approved call, the round that carries the answer is itself a
+//     single-use record.
+//
+// # What it cannot guarantee
+//
+//   - It does not understand the resource a tool acts on, so it cannot
+//     re-check it (as impl/filetool re-checks a file's identity): between
+//     the question and the call, the file, row or ticket named in the
+//     arguments may change. What is bound instead is the exact arguments and
+//     the tool's definition, as the upstream describes it.
+//   - It cannot make an upstream honest. The upstream acts; a malicious
+//     upstream can do anything with any call it receives, change a tool's
+//     behaviour without changing its definition, or change the definition
+//     between the re-check and the call. Annotations are the upstream's
+//     claims: readOnlyHint is trusted only when the operator allows it.
+//   - A lying client is indistinguishable from the person (the client relays
+//     the answer).
+//   - At most once, not exactly once: a proxy that crashes between redeeming
+//     an approval and forwarding loses the call.
+//
+// # Connections
+//
+// The proxy opens one upstream connection at start-up (checking the policy
+// against the tools it lists then). Requests of the 2026-07-28 era — whose
+// clients cannot receive server-initiated requests — share it; it declares
+// no elicitation, sampling or roots capability, and an upstream of that era
+// asks through input_required results, which are relayed in-band. Each
+// downstream session of an older era gets a connection of its own when it
+// initializes (for a command upstream, a process of its own), declaring the
+// capabilities that client declared, so the upstream's elicitation,
+// sampling and roots requests reach exactly that client; it closes when the
+// session ends. An older-era upstream's server-initiated request on the
+// shared connection (one a 2026-07-28 client cannot receive) is refused.
+//
+// # Policy format
+//
+// The policy is TOML ([ParsePolicy]), decoded by github.com/BurntSushi/toml:
+// Go operators already write it (containerd, Hugo and golangci-lint
+// read it), it has comments, and it has no implicit typing — YAML reads
+// no as false and 010 as 8, and JSON has no comments. Unknown keys are
+// errors, so a misspelt deny list cannot be silently ignored.
+package proxy

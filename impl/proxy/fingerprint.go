@@ -1,0 +1,48 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fingerprintPrefix names the fingerprint's version, so a later change of
+// what it covers never compares equal to an older one.
+const fingerprintPrefix = "tool.v1.sha256:"
+
+// Fingerprint returns a digest of what an approval of a tool call relies on
+// in the tool's definition: its name, its input schema and its annotations,
+// as the go-sdk client decodes them (object keys sorted, so the same
+// definition always gives the same fingerprint, in any replica). The
+// description, title and icons are not covered: they are never shown in a
+// question. Fields the go-sdk does not decode are not covered either.
+func Fingerprint(t *mcp.Tool) string {
+	type annotations struct {
+		DestructiveHint *bool  `json:"destructiveHint"`
+		IdempotentHint  bool   `json:"idempotentHint"`
+		OpenWorldHint   *bool  `json:"openWorldHint"`
+		ReadOnlyHint    bool   `json:"readOnlyHint"`
+		Title           string `json:"title"`
+	}
+	var a *annotations
+	if t.Annotations != nil {
+		// Spelt out rather than marshalled through mcp.ToolAnnotations,
+		// whose encoding an environment variable (MCPGODEBUG) changes: two
+		// replicas must agree.
+		a = &annotations{t.Annotations.DestructiveHint, t.Annotations.IdempotentHint, t.Annotations.OpenWorldHint, t.Annotations.ReadOnlyHint, t.Annotations.Title}
+	}
+	b, err := json.Marshal(struct {
+		Name        string       `json:"name"`
+		InputSchema any          `json:"inputSchema"`
+		Annotations *annotations `json:"annotations"`
+	}{t.Name, t.InputSchema, a})
+	if err != nil {
+		// A schema that does not marshal cannot be approved: it matches
+		// nothing, not even itself.
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return fingerprintPrefix + hex.EncodeToString(sum[:])
+}

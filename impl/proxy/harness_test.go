@@ -1,0 +1,409 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+)
+
+// Protocol eras under test, on either side of the proxy.
+const (
+	eraMRTR   = "2026-07-28" // multi round-trip requests: the client retries
+	eraLegacy = "2025-11-25" // the server elicits in-process
+)
+
+var eras = []string{eraMRTR, eraLegacy}
+
+var testKey = []byte("0123456789abcdef0123456789abcdef-proxy-key")
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// upstream is an in-process go-sdk MCP server that the proxy fronts. It
+// counts every call each tool receives and keeps the arguments.
+type upstream struct {
+	t      *testing.T
+	era    string
+	server *mcp.Server
+	mu     sync.Mutex
+	calls  map[string][]map[string]any
+	// block, when set, holds write calls until closed.
+	block chan struct{}
+	// sessions are the proxy's connections to this upstream.
+	sessions atomic.Int32
+	lastSS   atomic.Pointer[mcp.ServerSession]
+}
+
+type writeArgs struct {
+	Path    string `json:"path" jsonschema:"the file to write"`
+	Content string `json:"content" jsonschema:"what to write"`
+}
+
+type readArgs struct {
+	Path string `json:"path"`
+}
+
+func newUpstream(t *testing.T, era string) *upstream {
+	t.Helper()
+	u := &upstream{t: t, era: era, calls: map[string][]map[string]any{}}
+	opts := &mcp.ServerOptions{Instructions: "upstream instructions"}
+	if era == eraLegacy {
+		opts.SupportedProtocolVersions = []string{eraLegacy, "2025-06-18", "2025-03-26", "2024-11-05"}
+	}
+	u.server = mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, opts)
+	u.addWrite(nil)
+	mcp.AddTool(u.server, &mcp.Tool{Name: "read", Description: "Reads a file.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in readArgs) (*mcp.CallToolResult, any, error) {
+			u.record("read", req)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "contents of " + in.Path}}}, nil, nil
+		})
+	mcp.AddTool(u.server, &mcp.Tool{Name: "delete", Description: "Deletes a file."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in readArgs) (*mcp.CallToolResult, any, error) {
+			u.record("delete", req)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deleted " + in.Path}}}, nil, nil
+		})
+	return u
+}
+
+// addWrite (re)defines the write tool; a non-nil annotations changes its
+// definition (and so its fingerprint).
+func (u *upstream) addWrite(a *mcp.ToolAnnotations) {
+	mcp.AddTool(u.server, &mcp.Tool{Name: "write", Description: "Writes a file.", Annotations: a},
+		func(ctx context.Context, req *mcp.CallToolRequest, in writeArgs) (*mcp.CallToolResult, any, error) {
+			if u.block != nil {
+				<-u.block
+			}
+			u.record("write", req)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote " + in.Path}}}, nil, nil
+		})
+}
+
+func (u *upstream) record(tool string, req *mcp.CallToolRequest) {
+	var args map[string]any
+	_ = json.Unmarshal(req.Params.Arguments, &args)
+	u.mu.Lock()
+	u.calls[tool] = append(u.calls[tool], args)
+	u.mu.Unlock()
+}
+
+// count is how many times tool ran upstream.
+func (u *upstream) count(tool string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.calls[tool])
+}
+
+func (u *upstream) wantCalls(t *testing.T, tool string, n int) {
+	t.Helper()
+	if got := u.count(tool); got != n {
+		t.Fatalf("upstream ran %s %d times, want %d", tool, got, n)
+	}
+}
+
+// connect is the proxy's Options.Connect: a fresh in-memory connection.
+func (u *upstream) connect(ctx context.Context) (mcp.Transport, error) {
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := u.server.Connect(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	u.sessions.Add(1)
+	u.lastSS.Store(ss)
+	u.t.Cleanup(func() { ss.Close() })
+	return ct, nil
+}
+
+// env is one proxy in front of one upstream.
+type env struct {
+	t      *testing.T
+	up     *upstream
+	proxy  *proxy.Proxy
+	log    *syncBuffer
+	mu     sync.Mutex
+	events []ledger.Event
+}
+
+type envOptions struct {
+	upstreamEra string // default eraMRTR
+	up          *upstream
+	policy      string // TOML; "" means the default test policy
+	store       ledger.Store
+	name        string
+}
+
+const testPolicy = `
+name = "files"
+allow = ["read"]
+deny = ["delete"]
+`
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	if o.upstreamEra == "" {
+		o.upstreamEra = eraMRTR
+	}
+	if o.up == nil {
+		o.up = newUpstream(t, o.upstreamEra)
+	}
+	if o.policy == "" {
+		o.policy = testPolicy
+	}
+	pol, err := proxy.ParsePolicy(strings.NewReader(o.policy))
+	if err != nil {
+		t.Fatalf("ParsePolicy: %v", err)
+	}
+	e := &env{t: t, up: o.up, log: &syncBuffer{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := proxy.New(ctx, proxy.Options{
+		Connect: o.up.connect,
+		Policy:  pol,
+		Name:    o.name,
+		Keys:    [][]byte{testKey},
+		Store:   o.store,
+		Logger:  slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Observe: func(ev ledger.Event) {
+			e.mu.Lock()
+			e.events = append(e.events, ev)
+			e.mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatalf("proxy.New: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	e.proxy = p
+	return e
+}
+
+// issued counts the confirmations the proxy's ledger issued.
+func (e *env) issued() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, ev := range e.events {
+		if ev.Action == ledger.ActionIssue && ev.Result == ledger.ResultOK {
+			n++
+		}
+	}
+	return n
+}
+
+// answerer is a client's elicitation handler: it records the questions and
+// answers with a fixed action.
+type answerer struct {
+	action  string
+	confirm bool
+	before  func() // if set, runs before each answer (while the question is open)
+	mu      sync.Mutex
+	asked   []string
+}
+
+func (a *answerer) handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	a.mu.Lock()
+	a.asked = append(a.asked, req.Params.Message)
+	a.mu.Unlock()
+	if a.before != nil {
+		a.before()
+	}
+	r := &mcp.ElicitResult{Action: a.action}
+	if a.action == "accept" {
+		r.Content = map[string]any{"confirm": a.confirm}
+	}
+	return r, nil
+}
+
+func (a *answerer) questions() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.asked...)
+}
+
+func accept() *answerer  { return &answerer{action: "accept", confirm: true} }
+func decline() *answerer { return &answerer{action: "decline"} }
+
+type clientOptions struct {
+	era       string // default eraMRTR
+	answer    *answerer
+	manual    bool // MRTR only: return input_required to the test instead of retrying
+	transport string
+	copts     *mcp.ClientOptions
+}
+
+const (
+	inMemory = "in-memory"
+	httpT    = "http"
+)
+
+// connect starts a real go-sdk client session to the proxy.
+func (e *env) connect(o clientOptions) *mcp.ClientSession {
+	e.t.Helper()
+	copts := &mcp.ClientOptions{}
+	if o.copts != nil {
+		copts = o.copts
+	}
+	if o.answer != nil {
+		copts.ElicitationHandler = o.answer.handle
+	}
+	if o.manual {
+		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
+	ctx := context.Background()
+	var t mcp.Transport
+	switch o.transport {
+	case inMemory, "":
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := e.proxy.MCP().Connect(ctx, st, nil)
+		if err != nil {
+			e.t.Fatalf("server connect: %v", err)
+		}
+		e.t.Cleanup(func() { ss.Close() })
+		t = ct
+	case httpT:
+		hs := httptest.NewServer(e.proxy.Handler())
+		e.t.Cleanup(hs.Close)
+		t = &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hs.Client()}
+	}
+	era := o.era
+	if era == "" {
+		era = eraMRTR
+	}
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		e.t.Fatalf("client connect (%s): %v", era, err)
+	}
+	e.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func write(cs *mcp.ClientSession, path, content string) (*mcp.CallToolResult, error) {
+	return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"path": path, "content": content}})
+}
+
+func retryWrite(cs *mcp.ClientSession, path, content, state string, answer *mcp.ElicitResult) (*mcp.CallToolResult, error) {
+	return cs.CallTool(context.Background(), &mcp.CallToolParams{
+		Name:           "write",
+		Arguments:      map[string]any{"path": path, "content": content},
+		InputResponses: mcp.InputResponseMap{"confirm": answer},
+		RequestState:   state,
+	})
+}
+
+func yes() *mcp.ElicitResult {
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
+}
+
+// askWrite performs the first round by hand and returns the sealed state
+// and the question.
+func askWrite(t *testing.T, cs *mcp.ClientSession, path, content string) (state, question string) {
+	t.Helper()
+	res, err := write(cs, path, content)
+	if err != nil {
+		t.Fatalf("first round: %v", err)
+	}
+	if !res.NeedsInput() || res.RequestState == "" {
+		t.Fatalf("first round: want input_required with a requestState, got %s", describe(res))
+	}
+	q, ok := res.InputRequests["confirm"].(*mcp.ElicitParams)
+	if !ok {
+		t.Fatalf("first round: no elicitation in %s", describe(res))
+	}
+	return res.RequestState, q.Message
+}
+
+func describe(res *mcp.CallToolResult) string {
+	if res == nil {
+		return "<nil result>"
+	}
+	if res.NeedsInput() {
+		return "input_required"
+	}
+	if res.IsError {
+		return "tool error: " + text(res)
+	}
+	return "result: " + text(res)
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// wantBoundaryRefusal asserts that the requestState boundary refused the
+// call: a JSON-RPC error with exactly the frozen code and message.
+func wantBoundaryRefusal(t *testing.T, res *mcp.CallToolResult, err error) {
+	t.Helper()
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		t.Fatalf("want the boundary's JSON-RPC error, got err=%v res=%s", err, describe(res))
+	}
+	if werr.Code != requeststate.RejectCode || werr.Message != requeststate.RejectMessage {
+		t.Fatalf("JSON-RPC error = %d %q, want %d %q", werr.Code, werr.Message, requeststate.RejectCode, requeststate.RejectMessage)
+	}
+}
+
+// wantRefusal asserts a tool error result (the proxy or the flow refused)
+// mentioning want.
+func wantRefusal(t *testing.T, res *mcp.CallToolResult, err error, want string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("want a tool error result, got a protocol error: %v", err)
+	}
+	if res == nil || !res.IsError || res.NeedsInput() {
+		t.Fatalf("want a tool error result, got %s", describe(res))
+	}
+	if !strings.Contains(text(res), want) {
+		t.Fatalf("tool error %q does not mention %q", text(res), want)
+	}
+}
+
+func wantResult(t *testing.T, res *mcp.CallToolResult, err error, want string) {
+	t.Helper()
+	if err != nil || res == nil || res.IsError || res.NeedsInput() {
+		t.Fatalf("want the upstream's result, got err=%v res=%s", err, describe(res))
+	}
+	if !strings.Contains(text(res), want) {
+		t.Fatalf("result %q does not mention %q", text(res), want)
+	}
+}
+
+// uniqueName is a fresh audience, so concurrent tests never share a
+// namespace in a shared store.
+func uniqueName(t *testing.T) string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return "mcp-confirm-proxy-test-" + hex.EncodeToString(b)
+}

@@ -1,0 +1,73 @@
+package proxy_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A confirmed call, in every pairing of protocol eras (client ↔ proxy ↔
+// upstream) and over both downstream transports: asked once, forwarded
+// once, the upstream's result returned.
+func TestProxyConfirmedCall(t *testing.T) {
+	for _, down := range eras {
+		for _, up := range eras {
+			for _, transport := range []string{inMemory, httpT} {
+				t.Run("client "+down+"/upstream "+up+"/"+transport, func(t *testing.T) {
+					e := newEnv(t, envOptions{upstreamEra: up})
+					a := accept()
+					cs := e.connect(clientOptions{era: down, answer: a, transport: transport})
+					res, err := write(cs, "/tmp/a.txt", "hello")
+					wantResult(t, res, err, "wrote /tmp/a.txt")
+					e.up.wantCalls(t, "write", 1)
+					if got := e.up.lastSS.Load().InitializeParams().ProtocolVersion; got != up {
+						t.Fatalf("the proxy speaks %s to the upstream, want %s", got, up)
+					}
+					q := a.questions()
+					if len(q) != 1 {
+						t.Fatalf("asked %d times, want once: %q", len(q), q)
+					}
+					t.Logf("question:\n%s", q[0])
+					for _, want := range []string{"write", "files", "path", "/tmp/a.txt", "content", "hello"} {
+						if !strings.Contains(q[0], want) {
+							t.Errorf("question %q does not mention %q", q[0], want)
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// A declined question forwards nothing, in both eras.
+func TestProxyDeclined(t *testing.T) {
+	for _, down := range eras {
+		t.Run(down, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			cs := e.connect(clientOptions{era: down, answer: decline()})
+			res, err := write(cs, "/tmp/a.txt", "hello")
+			if err != nil || res.IsError || !strings.Contains(text(res), "Not confirmed") {
+				t.Fatalf("want \"Not confirmed\", got err=%v res=%s", err, describe(res))
+			}
+			e.up.wantCalls(t, "write", 0)
+		})
+	}
+}
+
+// An allowed tool passes through unchanged: no question, one call.
+func TestProxyAllowedPassThrough(t *testing.T) {
+	for _, down := range eras {
+		t.Run(down, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			a := accept()
+			cs := e.connect(clientOptions{era: down, answer: a})
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": "/tmp/x"}})
+			wantResult(t, res, err, "contents of /tmp/x")
+			e.up.wantCalls(t, "read", 1)
+			if q := a.questions(); len(q) != 0 || e.issued() != 0 {
+				t.Fatalf("an allowed call was asked: %q, %d issued", q, e.issued())
+			}
+		})
+	}
+}

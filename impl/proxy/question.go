@@ -1,0 +1,154 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+)
+
+// Display widths of the question's untrusted parts, in columns.
+const (
+	nameWidth  = 60  // upstream and tool names
+	keyWidth   = 40  // argument names
+	valueWidth = 120 // argument values
+	// maxArguments bounds the arguments one question lists; a call with
+	// more is refused before asking, so every argument is always shown.
+	maxArguments = 64
+)
+
+// errArguments reports arguments the proxy cannot show a person exactly.
+var errArguments = errors.New("arguments cannot be shown exactly")
+
+// An argument is one top-level member of a call's canonical arguments.
+type argument struct {
+	key string
+	raw json.RawMessage // canonical JSON of the value
+}
+
+// splitArguments splits canonical arguments (requeststate.CanonicalArguments)
+// into their members, in canonical (sorted) order. It refuses what a
+// question could not show as the upstream will read it: anything but an
+// object, more than maxArguments members, bytes that are not UTF-8 and lone
+// UTF-16 surrogates (encoding/json and most upstreams read both as U+FFFD,
+// which is not what the bytes say).
+func splitArguments(canon []byte) ([]argument, error) {
+	if !utf8.Valid(canon) {
+		return nil, fmt.Errorf("%w: they hold bytes that are not UTF-8", errArguments)
+	}
+	if loneSurrogate(canon) {
+		return nil, fmt.Errorf("%w: they hold a lone UTF-16 surrogate escape", errArguments)
+	}
+	dec := json.NewDecoder(bytes.NewReader(canon))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("%w: they are not a JSON object", errArguments)
+	}
+	var args []argument
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errArguments, err)
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("%w: %v", errArguments, err)
+		}
+		if len(args) == maxArguments {
+			return nil, fmt.Errorf("%w: more than %d arguments", errArguments, maxArguments)
+		}
+		args = append(args, argument{key: key, raw: raw})
+	}
+	return args, nil
+}
+
+// loneSurrogate reports whether canonical JSON holds a \uDxxx escape. The
+// canonical form writes \u only for control characters (\u00xx) and lone
+// surrogates, and writes a literal backslash as \\.
+func loneSurrogate(canon []byte) bool {
+	for i := 0; i+1 < len(canon); i++ {
+		if canon[i] != '\\' {
+			continue
+		}
+		if canon[i+1] == 'u' && i+2 < len(canon) && (canon[i+2] == 'd' || canon[i+2] == 'D') {
+			return true
+		}
+		i++ // skip the escaped character, so \\u is a backslash and a u
+	}
+	return false
+}
+
+// text returns what the upstream will read: a string's decoded text, or any
+// other value's canonical JSON.
+func (a argument) text() string {
+	var s string
+	if len(a.raw) > 0 && a.raw[0] == '"' && json.Unmarshal(a.raw, &s) == nil {
+		return s
+	}
+	return string(a.raw)
+}
+
+// showValue returns s as a delimited, escaped value; when it is too long to
+// show whole, it is cut in the middle and followed by its size and a short
+// digest, so a person can tell two long values apart and knows that part is
+// hidden.
+func showValue(s string, width int) string {
+	v := prompt.Value(s, prompt.Options{MaxWidth: width})
+	if strings.Contains(v, prompt.Quote(s)) {
+		return v
+	}
+	sum := sha256.Sum256([]byte(s))
+	return fmt.Sprintf("%s (shortened: %d bytes, sha256 %x)", v, len(s), sum[:6])
+}
+
+// question writes the proxy's own question for a call of tool on upstream
+// with args: the operator's template line, if any, then one line naming the
+// upstream and the tool, then every argument as key and value. Nothing in it
+// comes from the upstream: names and values come from the call (the model)
+// and the operator, and every one of them goes through package prompt.
+func question(upstream, tool string, args []argument, t template) string {
+	var b strings.Builder
+	if t != nil {
+		for _, part := range t {
+			if !part.arg {
+				b.WriteString(part.text)
+				continue
+			}
+			i := indexArg(args, part.text)
+			if i < 0 {
+				b.WriteString("(no " + part.text + ")")
+				continue
+			}
+			b.WriteString(showValue(args[i].text(), valueWidth))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Run the tool %s of %s", showValue(tool, nameWidth), showValue(upstream, nameWidth))
+	switch len(args) {
+	case 0:
+		b.WriteString(" with no arguments?")
+	case 1:
+		b.WriteString(" with exactly this argument?")
+	default:
+		fmt.Fprintf(&b, " with exactly these %d arguments?", len(args))
+	}
+	for _, a := range args {
+		fmt.Fprintf(&b, "\n- %s: %s", showValue(a.key, keyWidth), showValue(a.text(), valueWidth))
+	}
+	return b.String()
+}
+
+func indexArg(args []argument, key string) int {
+	for i, a := range args {
+		if a.key == key {
+			return i
+		}
+	}
+	return -1
+}

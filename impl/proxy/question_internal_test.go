@@ -1,0 +1,100 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+)
+
+func mustSplit(t *testing.T, raw string) []argument {
+	t.Helper()
+	canon, err := requeststate.CanonicalArguments([]byte(raw))
+	if err != nil {
+		t.Fatalf("CanonicalArguments(%s): %v", raw, err)
+	}
+	args, err := splitArguments(canon)
+	if err != nil {
+		t.Fatalf("splitArguments(%s): %v", canon, err)
+	}
+	return args
+}
+
+func TestQuestion(t *testing.T) {
+	long := strings.Repeat("0123456789", 30)
+	for _, tc := range []struct {
+		name, args, template string
+		want                 []string // lines
+	}{
+		{"no arguments", `{}`, "", []string{"Run the tool «\u2068t\u2069» of «\u2068up\u2069» with no arguments?"}},
+		{"one", `{"a":1}`, "", []string{"Run the tool «\u2068t\u2069» of «\u2068up\u2069» with exactly this argument?", "- «\u2068a\u2069»: «\u20681\u2069»"}},
+		{"sorted, exact numbers, nested JSON", `{"z":10000000000000000000001,"b":{"y":[true,null]},"a":"x"}`, "",
+			[]string{"Run the tool «\u2068t\u2069» of «\u2068up\u2069» with exactly these 3 arguments?",
+				"- «\u2068a\u2069»: «\u2068x\u2069»",
+				"- «\u2068b\u2069»: «\u2068{\"y\":[true,null]}\u2069»",
+				"- «\u2068z\u2069»: «\u206810000000000000000000001\u2069»"}},
+		{"a key that forges a line", "{\"x\\n- «y»\":\"z\"}", "",
+			[]string{"Run the tool «\u2068t\u2069» of «\u2068up\u2069» with exactly this argument?", "- «\u2068x\\n- \\u{AB}y\\u{BB}\u2069»: «\u2068z\u2069»"}},
+		{"template", `{"path":"/a","content":"hi"}`, "Write {content} to {path}? {{not {{an}} arg}}",
+			[]string{"Write «\u2068hi\u2069» to «\u2068/a\u2069»? {not {an} arg}",
+				"Run the tool «\u2068t\u2069» of «\u2068up\u2069» with exactly these 2 arguments?",
+				"- «\u2068content\u2069»: «\u2068hi\u2069»",
+				"- «\u2068path\u2069»: «\u2068/a\u2069»"}},
+		{"template naming an absent argument", `{}`, "Delete {path}?",
+			[]string{"Delete (no path)?", "Run the tool «\u2068t\u2069» of «\u2068up\u2069» with no arguments?"}},
+		{"shortened value shows size and digest", `{"c":"` + long + `"}`, "",
+			[]string{"Run the tool «\u2068t\u2069» of «\u2068up\u2069» with exactly this argument?",
+				"- «\u2068c\u2069»: «\u2068" + long[:39] + "…" + long[300-80:] + "\u2069» (shortened: 300 bytes, sha256 " + shortSum(long) + ")"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tmpl template
+			if tc.template != "" {
+				var err error
+				if tmpl, err = parseTemplate(tc.template); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := strings.Split(question("up", "t", mustSplit(t, tc.args), tmpl), "\n")
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Fatalf("question:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+// Arguments a question could not show as the upstream reads them are
+// refused before asking.
+func TestSplitArgumentsRefuses(t *testing.T) {
+	for _, raw := range []string{`[1]`, `"s"`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}", `{"\udfff":1}`} {
+		canon, err := requeststate.CanonicalArguments([]byte(raw))
+		if err != nil {
+			t.Fatalf("CanonicalArguments(%q): %v", raw, err)
+		}
+		if _, err := splitArguments(canon); err == nil {
+			t.Errorf("splitArguments(%q) accepted", raw)
+		}
+	}
+	// Negative control: an escaped backslash followed by "ud" is text.
+	if _, err := splitArguments([]byte(`{"a":"\\ud800"}`)); err != nil {
+		t.Errorf(`a literal backslash-u-d was taken for a surrogate: %v`, err)
+	}
+	var many strings.Builder
+	many.WriteString("{")
+	for i := range maxArguments + 1 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		many.WriteString(`"k` + strings.Repeat("x", i) + `":0`)
+	}
+	many.WriteString("}")
+	if _, err := splitArguments([]byte(many.String())); err == nil {
+		t.Errorf("%d arguments accepted", maxArguments+1)
+	}
+}
+
+func shortSum(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:6])
+}
