@@ -330,3 +330,22 @@ func TestProxyReplicasShareStore(t *testing.T) {
 		})
 	}
 }
+
+// The upstream's reply to an approved call is lost (its connection breaks
+// as the reply arrives): the proxy cannot know whether the call ran, says
+// so, and never sends it again; the approval is spent.
+func TestProxyLostReplyOutcomeUnknown(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
+	e.up.loseWriteReply.Store(true)
+	res, err := retryWrite(cs, "/tmp/a.txt", "x", state, yes())
+	wantRefusal(t, res, err, "may or may not have happened")
+	e.up.wantCalls(t, "write", 1) // it did run: only the reply was lost
+	res, err = retryWrite(cs, "/tmp/a.txt", "x", state, yes())
+	wantRefusal(t, res, err, "already used")
+	e.up.wantCalls(t, "write", 1)
+	if !strings.Contains(e.log.String(), "outcome unknown") {
+		t.Fatalf("the proxy's log does not record the unknown outcome:\n%s", e.log.String())
+	}
+}

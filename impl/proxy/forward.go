@@ -282,16 +282,17 @@ func (p *Proxy) send(ctx context.Context, c *conn, req *mcp.CallToolRequest, arg
 }
 
 // sendFailure is the answer when a confirmed call's forwarding failed. An
-// error the upstream answered with is its answer; anything else means the
-// request may have reached the upstream and acted, and the reply was lost.
-func (p *Proxy) sendFailure(name string, id ledger.ID, err error) *confirm.Refusal {
+// error the upstream answered with is its answer (a [confirm.Refusal]);
+// anything else means the request may have reached the upstream and acted
+// and the reply was lost: the error wraps [confirm.ErrOutcomeUnknown].
+func (p *Proxy) sendFailure(name string, id ledger.ID, err error) error {
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {
 		p.log.Info("proxy: the upstream refused an approved call", "tool", name, "id", id, "code", werr.Code)
-		return &confirm.Refusal{Reason: fmt.Sprintf("The upstream answered the approved call with an error: %s. It will not be sent again.", prompt.Value(werr.Message, prompt.Options{MaxWidth: 200}))}
+		return confirm.Refuse("The upstream answered the approved call with an error: %s. It will not be sent again.", prompt.Value(werr.Message, prompt.Options{MaxWidth: 200}))
 	}
 	p.log.Error("proxy: outcome unknown: the upstream's reply to an approved call was lost", "tool", name, "id", id, "err", err)
-	return &confirm.Refusal{Reason: "The approved call was sent to the upstream once, but its reply was lost, so whether it ran is unknown. Check before asking again; it will not be sent again."}
+	return fmt.Errorf("proxy: %s was forwarded once and its reply lost (%v): %w", name, err, confirm.ErrOutcomeUnknown)
 }
 
 // continuation lets a confirmed call's upstream ask for more input (an
@@ -335,7 +336,11 @@ func (p *Proxy) continueCall(ctx context.Context, c *conn, req *mcp.CallToolRequ
 	}
 	res, err := p.send(ctx, c, req, canon, upState, req.Params.InputResponses)
 	if err != nil {
-		return refusal("%s", p.sendFailure(req.Params.Name, id, err).Reason), nil
+		var r *confirm.Refusal
+		if errors.As(p.sendFailure(req.Params.Name, id, err), &r) {
+			return refusal("%s", r.Reason), nil
+		}
+		return refusal("The answer was sent to the upstream once, but its reply was lost: the action may or may not have happened. Check before asking again."), nil
 	}
 	res, err = p.continuation(ctx, res, rec)
 	var r *confirm.Refusal

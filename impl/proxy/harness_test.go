@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -54,8 +55,10 @@ type upstream struct {
 	server *mcp.Server
 	mu     sync.Mutex
 	calls  map[string][]map[string]any
-	// block, when set, holds write calls until closed.
-	block chan struct{}
+	// loseWriteReply, when set, makes the next write's reply vanish: the
+	// proxy's connection breaks as the reply arrives.
+	loseWriteReply atomic.Bool
+	cut            atomic.Bool
 	// sessions are the proxy's connections to this upstream.
 	sessions atomic.Int32
 	lastSS   atomic.Pointer[mcp.ServerSession]
@@ -97,8 +100,8 @@ func newUpstream(t *testing.T, era string) *upstream {
 func (u *upstream) addWrite(a *mcp.ToolAnnotations) {
 	mcp.AddTool(u.server, &mcp.Tool{Name: "write", Description: "Writes a file.", Annotations: a},
 		func(ctx context.Context, req *mcp.CallToolRequest, in writeArgs) (*mcp.CallToolResult, any, error) {
-			if u.block != nil {
-				<-u.block
+			if u.loseWriteReply.Load() {
+				u.cut.Store(true)
 			}
 			u.record("write", req)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote " + in.Path}}}, nil, nil
@@ -137,7 +140,33 @@ func (u *upstream) connect(ctx context.Context) (mcp.Transport, error) {
 	u.sessions.Add(1)
 	u.lastSS.Store(ss)
 	u.t.Cleanup(func() { ss.Close() })
-	return ct, nil
+	return cutTransport{ct, &u.cut}, nil
+}
+
+// cutTransport breaks its connection, dropping the message, when the first
+// response arrives after cut is set.
+type cutTransport struct {
+	mcp.Transport
+	cut *atomic.Bool
+}
+
+func (t cutTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	return cutConn{c, t.cut}, err
+}
+
+type cutConn struct {
+	mcp.Connection
+	cut *atomic.Bool
+}
+
+func (c cutConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if _, ok := m.(*jsonrpc.Response); ok && err == nil && c.cut.CompareAndSwap(true, false) {
+		c.Connection.Close()
+		return nil, io.EOF
+	}
+	return m, err
 }
 
 // env is one proxy in front of one upstream.
