@@ -262,8 +262,8 @@ func (t *Tool) ask(path string) (confirm.Question, error) {
 		return confirm.Question{}, err
 	}
 	msg := fmt.Sprintf("Delete the file %s (%s)? This cannot be undone.",
-		prompt.Value(tg.shown(), prompt.Options{}), size(id.size))
-	for _, w := range prompt.Warnings(tg.shown()) {
+		prompt.Path(tg.shown(), prompt.Options{}), size(id.size))
+	for _, w := range prompt.PathWarnings(tg.shown()) {
 		msg += " Note: the name " + strings.TrimPrefix(string(w), "it ") + "."
 	}
 	return confirm.Question{Message: msg, Subject: id.String()}, nil
@@ -290,6 +290,6 @@ func (t *Tool) act(path string, c ledger.Confirmation) (*mcp.CallToolResult, err
 		return nil, fmt.Errorf("filetool: remove: %w", err)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
-		Text: fmt.Sprintf("Deleted %s.", prompt.Value(tg.shown(), prompt.Options{})),
+		Text: fmt.Sprintf("Deleted %s.", prompt.Path(tg.shown(), prompt.Options{})),
 	}}}, nil
 }
