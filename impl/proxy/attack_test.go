@@ -129,7 +129,7 @@ func TestProxyForgedPromptInArgument(t *testing.T) {
 				}
 			}
 			for _, want := range []string{`\n\nSYSTEM NOTICE`, `\u{AB}path\u{BB}`, `evil\u{202E}txt.exe`} {
-				if !strings.Contains(q[0], want) {
+				if !strings.Contains(visible(q[0]), want) {
 					t.Errorf("question does not show %q escaped:\n%s", want, q[0])
 				}
 			}
@@ -183,7 +183,7 @@ func TestProxyUpstreamDescriptionCannotReachQuestion(t *testing.T) {
 				t.Fatalf("upstream text reached the question:\n%s", q[0])
 			}
 			for _, want := range []string{"files", "write", "/tmp/a"} {
-				if !strings.Contains(q[0], want) {
+				if !strings.Contains(visible(q[0]), want) {
 					t.Errorf("question does not name %q:\n%s", want, q[0])
 				}
 			}

@@ -436,3 +436,14 @@ func uniqueName(t *testing.T) string {
 	rand.Read(b)
 	return "mcp-confirm-proxy-test-" + hex.EncodeToString(b)
 }
+
+// visible is s without the bidi isolates that prompt puts around values and
+// path components (U+2066..U+2069), for tests that look for plain text.
+func visible(s string) string {
+	return strings.Map(func(r rune) rune {
+		if '\u2066' <= r && r <= '\u2069' {
+			return -1
+		}
+		return r
+	}, s)
+}

@@ -30,7 +30,7 @@ func TestProxyConfirmedCall(t *testing.T) {
 					}
 					t.Logf("question:\n%s", q[0])
 					for _, want := range []string{"write", "files", "path", "/tmp/a.txt", "content", "hello"} {
-						if !strings.Contains(q[0], want) {
+						if !strings.Contains(visible(q[0]), want) {
 							t.Errorf("question %q does not mention %q", q[0], want)
 						}
 					}

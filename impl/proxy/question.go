@@ -94,17 +94,31 @@ func (a argument) text() string {
 	return string(a.raw)
 }
 
-// showValue returns s as a delimited, escaped value; when it is too long to
-// show whole, it is cut in the middle and followed by its size and a short
-// digest, so a person can tell two long values apart and knows that part is
-// hidden.
+// showValue returns s as a delimited, escaped value — an absolute path
+// component by component (prompt.Path), anything else whole
+// (prompt.Value). When it is too long to show whole, it is cut in the middle
+// and followed by its size and a short digest, so a person can tell two long
+// values apart and knows that part is hidden; prompt's warnings (hidden
+// characters, mixed scripts) follow.
 func showValue(s string, width int) string {
-	v := prompt.Value(s, prompt.Options{MaxWidth: width})
-	if strings.Contains(v, prompt.Quote(s)) {
-		return v
+	var (
+		v     string
+		notes []prompt.Warning
+	)
+	if strings.HasPrefix(s, "/") {
+		v, notes = prompt.Path(s, prompt.Options{MaxWidth: width}), prompt.PathWarnings(s)
+	} else {
+		v, notes = prompt.Value(s, prompt.Options{MaxWidth: width}), prompt.Warnings(s)
 	}
-	sum := sha256.Sum256([]byte(s))
-	return fmt.Sprintf("%s (shortened: %d bytes, sha256 %x)", v, len(s), sum[:6])
+	// Quote escapes every … of the value: a raw one only ever marks a cut.
+	if strings.Contains(v, "…") {
+		sum := sha256.Sum256([]byte(s))
+		v += fmt.Sprintf(" (shortened: %d bytes, sha256 %x)", len(s), sum[:6])
+	}
+	for _, n := range notes {
+		v += " (note: " + string(n) + ")"
+	}
+	return v
 }
 
 // question writes the proxy's own question for a call of tool on upstream

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 )
 
@@ -36,12 +37,12 @@ func TestQuestion(t *testing.T) {
 				"- «\u2068b\u2069»: «\u2068{\"y\":[true,null]}\u2069»",
 				"- «\u2068z\u2069»: «\u206810000000000000000000001\u2069»"}},
 		{"a key that forges a line", "{\"x\\n- «y»\":\"z\"}", "",
-			[]string{"Run the tool «\u2068t\u2069» of «\u2068up\u2069» with exactly this argument?", "- «\u2068x\\n- \\u{AB}y\\u{BB}\u2069»: «\u2068z\u2069»"}},
+			[]string{"Run the tool «\u2068t\u2069» of «\u2068up\u2069» with exactly this argument?", "- «\u2068x\\n- \\u{AB}y\\u{BB}\u2069» (note: " + string(prompt.Hidden) + "): «\u2068z\u2069»"}},
 		{"template", `{"path":"/a","content":"hi"}`, "Write {content} to {path}? {{not {{an}} arg}}",
-			[]string{"Write «\u2068hi\u2069» to «\u2068/a\u2069»? {not {an} arg}",
+			[]string{"Write «\u2068hi\u2069» to «\u2066/\u2068a\u2069\u2069»? {not {an} arg}",
 				"Run the tool «\u2068t\u2069» of «\u2068up\u2069» with exactly these 2 arguments?",
 				"- «\u2068content\u2069»: «\u2068hi\u2069»",
-				"- «\u2068path\u2069»: «\u2068/a\u2069»"}},
+				"- «\u2068path\u2069»: «\u2066/\u2068a\u2069\u2069»"}},
 		{"template naming an absent argument", `{}`, "Delete {path}?",
 			[]string{"Delete (no path)?", "Run the tool «\u2068t\u2069» of «\u2068up\u2069» with no arguments?"}},
 		{"shortened value shows size and digest", `{"c":"` + long + `"}`, "",
@@ -97,4 +98,23 @@ func TestSplitArgumentsRefuses(t *testing.T) {
 func shortSum(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:6])
+}
+
+func TestShowValue(t *testing.T) {
+	long := "/" + strings.Repeat("dir/", 40) + "file.txt"
+	v := showValue(long, 60)
+	if !strings.Contains(v, "…") || !strings.Contains(v, "file.txt") || !strings.Contains(v, "(shortened: 169 bytes, sha256 "+shortSum(long)+")") {
+		t.Errorf("a long path shows as %q, want its file name, a cut, its size and digest", v)
+	}
+	if v := showValue("/short/path.txt", 60); strings.Contains(v, "shortened") {
+		t.Errorf("a short path is said to be shortened: %q", v)
+	}
+	if v := showValue("p\u0430ypal", 60); !strings.Contains(v, "(note: "+string(prompt.MixedScripts)+")") {
+		t.Errorf("a mixed-script value has no note: %q", v)
+	}
+	// Negative control: an ellipsis in the value itself is escaped, so it is
+	// not taken for a cut.
+	if v := showValue("wait…", 60); strings.Contains(v, "shortened") {
+		t.Errorf("a value holding … is said to be shortened: %q", v)
+	}
 }
