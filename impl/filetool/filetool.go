@@ -2,37 +2,52 @@
 // one regular file inside directories fixed when the server starts, after
 // the person confirms, at most once.
 //
-// What it guarantees:
-//   - The roots are fixed at start-up (opened as [os.Root]); the agent
-//     cannot choose or widen them. With no root, every call is refused.
-//   - A path outside every root is refused before anything is asked, both
-//     lexically and by os.Root, which also refuses symlinks that escape.
-//   - The question shows the sanitized path and the file's size.
-//   - At execution, after the confirmation is redeemed, the entry is looked
-//     up again without following a final symlink and must still be the same
-//     regular file: same device, inode, size, modification time and mode.
-//     A path that became a symlink, or another file, is refused.
+// Paths are resolved by package beneath: each root is opened once, and a
+// path's parent directory is resolved component by component without
+// following a symbolic link anywhere and without crossing a mount point.
 //
-// What it does not guarantee: Linux cannot unlink by handle, so a process
-// with write access to the directory can still swap the entry in the
-// microseconds between the final check and the unlink; os.Root keeps even
-// that inside the roots. os.Root does not stop bind mounts or hard links
-// that lead out of a root.
+// What it guarantees:
+//   - The roots are fixed at start-up; the agent cannot choose or widen
+//     them. With no root, every call is refused. On every call each name a
+//     root is known by must still name the directory opened at start-up, or
+//     the call is refused: the path shown is the directory acted on.
+//   - Before anything is asked, a path is refused if it is over PATH_MAX
+//     bytes or has a component over NAME_MAX (before any other work), lies
+//     outside every root, goes through a symbolic link or mount point (the
+//     refusal names the component), or does not name a regular file.
+//   - The question shows the sanitized path and the file's size, and the
+//     confirmation's Subject binds the identity (device, inode) of the
+//     file's parent directory and of the file (with its size, modification
+//     time and mode).
+//   - At execution, after the confirmation is redeemed, the parent is
+//     resolved again the same way and must be the same directory; the entry
+//     is looked up in that directory handle without following a symbolic
+//     link (fstatat) and must be the same regular file; it is then unlinked
+//     through that same handle (unlinkat, which never removes a directory).
+//     Nothing is resolved from the root a second time.
+//
+// What it does not guarantee (package beneath says why): the entry's own
+// name is looked up twice in that one directory handle, by fstatat and by
+// unlinkat, because Linux cannot unlink by handle. In between, whoever can
+// write that directory can rename another entry to that name, and that
+// entry is unlinked instead: an entry of the approved directory that the
+// same person could have deleted themselves (TestRemainingWindow moves one
+// there as an unprivileged user), never a directory, never anything
+// elsewhere. A file with several hard links loses only the approved name.
 package filetool
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/beneath"
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
@@ -47,17 +62,18 @@ type Options struct {
 	Roots []string
 	// Flow runs the confirmation. Required.
 	Flow *confirm.Flow
+	// Beneath configures path resolution (zero: openat2 where the kernel
+	// has it).
+	Beneath beneath.Options
 }
 
 // Tool is the delete_file tool.
 type Tool struct {
-	roots []root
+	roots *beneath.Roots
 	flow  *confirm.Flow
-}
-
-type root struct {
-	names []string // absolute spellings that refer to it: as given, and with symlinks resolved
-	fs    *os.Root
+	// beforeUnlink, when set (tests only), runs between the final check and
+	// the unlink: the window package beneath documents.
+	beforeUnlink func()
 }
 
 // Input is the tool's argument.
@@ -65,57 +81,22 @@ type Input struct {
 	Path string `json:"path" jsonschema:"absolute path of the file to delete, inside one of the server's roots (a path relative to the root is accepted when the server has exactly one)"`
 }
 
-// New opens the roots. Every root must be an existing directory.
+// New opens the roots. Every root must be an existing directory; the same
+// directory given twice is one root known by both names.
 func New(opts Options) (*Tool, error) {
 	if opts.Flow == nil {
 		return nil, errors.New("filetool: Options.Flow is required")
 	}
-	t := &Tool{flow: opts.Flow}
-	for _, dir := range opts.Roots {
-		r, err := openRoot(dir)
-		if err != nil {
-			t.Close()
-			return nil, err
-		}
-		t.roots = append(t.roots, r)
-	}
-	return t, nil
-}
-
-func openRoot(dir string) (root, error) {
-	abs, err := filepath.Abs(dir)
+	roots, err := beneath.OpenRoots(opts.Roots, opts.Beneath)
 	if err != nil {
-		return root{}, fmt.Errorf("filetool: root %q: %w", dir, err)
+		return nil, fmt.Errorf("filetool: %w", err)
 	}
-	resolved, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return root{}, fmt.Errorf("filetool: root %q: %w", dir, err)
-	}
-	fi, err := os.Stat(resolved)
-	if err != nil {
-		return root{}, fmt.Errorf("filetool: root %q: %w", dir, err)
-	}
-	if !fi.IsDir() {
-		return root{}, fmt.Errorf("filetool: root %q is not a directory", dir)
-	}
-	r, err := os.OpenRoot(resolved)
-	if err != nil {
-		return root{}, fmt.Errorf("filetool: root %q: %w", dir, err)
-	}
-	names := []string{resolved}
-	if abs != resolved {
-		names = append(names, abs)
-	}
-	return root{names: names, fs: r}, nil
+	return &Tool{roots: roots, flow: opts.Flow}, nil
 }
 
 // Close releases the roots.
 func (t *Tool) Close() error {
-	var errs []error
-	for _, r := range t.roots {
-		errs = append(errs, r.fs.Close())
-	}
-	return errors.Join(errs...)
+	return t.roots.Close()
 }
 
 // Register adds delete_file to s.
@@ -139,78 +120,98 @@ func (t *Tool) handle(ctx context.Context, req *mcp.CallToolRequest, in Input) (
 
 // target is a validated path: which root, and the path inside it.
 type target struct {
-	root *root
+	root *beneath.Root
 	rel  string
 }
 
-// Resolve maps a client's path to a root and a path inside it, or refuses.
+// resolve maps a client's path to a root and a path inside it, or refuses.
+// It touches the filesystem only to check the root's names.
 func (t *Tool) resolve(path string) (target, error) {
-	if len(t.roots) == 0 {
+	if t.roots.Len() == 0 {
 		// No root configured: refuse everything rather than default to any
 		// directory.
 		return target{}, confirm.Refuse("This server has no --root configured, so it refuses every deletion.")
+	}
+	// Bounds first: a 3 MiB path costs nothing more than a 4 KiB one.
+	if err := beneath.CheckLength(path); err != nil {
+		return target{}, confirm.Refuse("The path cannot be used: %s.", strings.TrimPrefix(err.Error(), "beneath: "))
 	}
 	if path == "" || strings.IndexByte(path, 0) >= 0 {
 		return target{}, confirm.Refuse("The path is empty or contains a NUL byte.")
 	}
 	if !filepath.IsAbs(path) {
-		if len(t.roots) != 1 {
+		if t.roots.Len() != 1 {
 			return target{}, confirm.Refuse("The path must be absolute: this server has several roots.")
 		}
-		path = filepath.Join(t.roots[0].names[0], path)
+		path = filepath.Join(t.roots.All()[0].Names()[0], path)
 	}
-	clean := filepath.Clean(path)
-	for i := range t.roots {
-		r := &t.roots[i]
-		for _, name := range r.names {
-			rel, ok := strings.CutPrefix(clean, name+string(filepath.Separator))
-			// Lexical containment first: "..", and a sibling like
-			// /srv/data-evil for root /srv/data, never reach os.Root.
-			if ok && rel != "" && filepath.IsLocal(rel) {
-				return target{root: r, rel: rel}, nil
-			}
-		}
+	// Lexical containment first: "..", and a sibling like /srv/data-evil
+	// for root /srv/data, never reach the filesystem.
+	r, rel, err := t.roots.Find(filepath.Clean(path))
+	if err != nil || rel == "" {
+		return target{}, confirm.Refuse("The path %s is outside the server's roots.", prompt.Value(path, prompt.Options{}))
 	}
-	return target{}, confirm.Refuse("The path %s is outside the server's roots; nothing was asked or deleted.", prompt.Value(path, prompt.Options{}))
+	// A root renamed away and replaced: the name shown would be another
+	// directory than the one acted on.
+	if err := r.Check(); err != nil {
+		return target{}, confirm.Refuse("The root %s; restart the server to use what is there now.", strings.TrimPrefix(err.Error(), "beneath: "))
+	}
+	return target{root: r, rel: rel}, nil
 }
 
-// identity is what must not change between the question and the deletion.
+// identity is what must not change between the question and the deletion:
+// the parent directory, and the file in it.
 type identity struct {
+	dir      beneath.ID
 	dev, ino uint64
 	size     int64
 	mtimeNs  int64
 	mode     fs.FileMode
 }
 
+// String is the confirmation's Subject: "dirdev:dirino/dev:ino size mtime
+// mode", about 60 bytes.
 func (id identity) String() string {
-	b, _ := json.Marshal(map[string]any{"dev": id.dev, "ino": id.ino, "size": id.size, "mtime_ns": id.mtimeNs, "mode": uint32(id.mode)})
-	return string(b)
+	return fmt.Sprintf("%d:%d/%d:%d %d %d %o", id.dir.Dev, id.dir.Ino, id.dev, id.ino, id.size, id.mtimeNs, uint32(id.mode))
 }
 
-// lstat looks up the entry itself (a final symlink is not followed) and
-// returns its identity if it is a regular file.
-func (tg target) lstat() (identity, error) {
-	fi, err := tg.root.fs.Lstat(tg.rel)
+// open resolves the target's parent beneath its root (no symlink, no mount
+// crossing) and looks the entry up in that handle without following a
+// final symlink. It returns the open parent (the caller closes it), the
+// entry's name and identity, if it is a regular file.
+func (tg target) open() (*beneath.Dir, string, identity, error) {
+	dir, name, err := tg.root.OpenParent(tg.rel)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return identity{}, confirm.Refuse("No such file.")
-		}
-		// os.Root refuses symlinks and ".." that lead outside the root.
-		return identity{}, confirm.Refuse("The path cannot be used: %v", errors.Unwrap(err))
+		return nil, "", identity{}, tg.refusal(err)
 	}
-	if !fi.Mode().IsRegular() {
+	e, err := dir.Lstat(name)
+	if err != nil {
+		dir.Close()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", identity{}, confirm.Refuse("No such file.")
+		}
+		return nil, "", identity{}, tg.refusal(err)
+	}
+	if !e.Mode.IsRegular() {
+		dir.Close()
 		// A symlink (even to a file inside the root), directory, device or
 		// socket is refused: the person is asked about one regular file.
-		return identity{}, confirm.Refuse("Not a regular file (it is a %s).", kind(fi.Mode()))
+		return nil, "", identity{}, confirm.Refuse("Not a regular file (it is a %s).", kind(e.Mode))
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return identity{}, errors.New("filetool: no device and inode on this platform")
-	}
-	return identity{
-		dev: uint64(st.Dev), ino: st.Ino, size: fi.Size(),
-		mtimeNs: fi.ModTime().UnixNano(), mode: fi.Mode(),
+	return dir, name, identity{
+		dir: dir.ID(), dev: e.Dev, ino: e.Ino, size: e.Size, mtimeNs: e.MtimeNs, mode: e.Mode,
 	}, nil
+}
+
+// refusal says which component of the path was refused and why, under the
+// root's name.
+func (tg target) refusal(err error) error {
+	var be *beneath.Error
+	if !errors.As(err, &be) {
+		return err
+	}
+	shown := &beneath.Error{Path: filepath.Join(tg.root.Names()[0], be.Path), Err: be.Err}
+	return confirm.Refuse("The path cannot be used: %s.", strings.TrimPrefix(shown.Error(), "beneath: "))
 }
 
 func kind(m fs.FileMode) string {
@@ -241,20 +242,30 @@ func (t *Tool) Locate(path string) (string, error) {
 	return tg.shown(), nil
 }
 
+// beforeAsking says so in a refusal made before the question.
+func beforeAsking(err error) error {
+	var r *confirm.Refusal
+	if errors.As(err, &r) {
+		return confirm.Refuse("%s Nothing was asked or deleted.", r.Reason)
+	}
+	return err
+}
+
 func (t *Tool) locate(path string) (target, identity, error) {
 	tg, err := t.resolve(path)
 	if err != nil {
-		return target{}, identity{}, err
+		return target{}, identity{}, beforeAsking(err)
 	}
-	id, err := tg.lstat()
+	dir, _, id, err := tg.open()
 	if err != nil {
-		return target{}, identity{}, err
+		return target{}, identity{}, beforeAsking(err)
 	}
+	dir.Close()
 	return tg, id, nil
 }
 
 // shown is the path as the person sees it: under the root's resolved name.
-func (tg target) shown() string { return filepath.Join(tg.root.names[0], tg.rel) }
+func (tg target) shown() string { return filepath.Join(tg.root.Names()[0], tg.rel) }
 
 func (t *Tool) ask(path string) (confirm.Question, error) {
 	tg, id, err := t.locate(path)
@@ -277,17 +288,34 @@ func size(n int64) string {
 }
 
 func (t *Tool) act(path string, c ledger.Confirmation) (*mcp.CallToolResult, error) {
-	tg, id, err := t.locate(path)
+	tg, err := t.resolve(path)
 	if err != nil {
 		return nil, confirm.Refuse("The file changed after it was approved: %s Nothing was deleted.", err)
 	}
+	// One handle from the check to the unlink: the parent is resolved once
+	// more, never again, so swapping a directory on the path for a symlink
+	// after this point changes nothing.
+	dir, name, id, err := tg.open()
+	if err != nil {
+		return nil, confirm.Refuse("The file changed after it was approved: %s Nothing was deleted.", err)
+	}
+	defer dir.Close()
 	if id.String() != c.Subject {
-		// Same name, different object: replaced, rewritten or re-linked
-		// after the person approved. The approval was for the old one.
+		// Same name, different object (or the same name in another
+		// directory): replaced, rewritten, re-linked or moved after the
+		// person approved. The approval was for the old one.
 		return nil, confirm.Refuse("The file was replaced or modified after it was approved. Nothing was deleted.")
 	}
-	if err := tg.root.fs.Remove(tg.rel); err != nil {
-		return nil, fmt.Errorf("filetool: remove: %w", err)
+	if t.beforeUnlink != nil {
+		t.beforeUnlink()
+	}
+	if err := dir.Unlink(name); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.EBUSY) {
+			// Renamed away, or swapped for a directory or a mount point,
+			// in the window after the check: nothing was removed.
+			return nil, confirm.Refuse("The file changed just before it was deleted (%v). Nothing was deleted.", errors.Unwrap(err))
+		}
+		return nil, fmt.Errorf("filetool: unlink: %w", err)
 	}
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
 		Text: fmt.Sprintf("Deleted %s.", prompt.Path(tg.shown(), prompt.Options{})),

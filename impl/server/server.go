@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/beneath"
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/filetool"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
@@ -40,6 +41,9 @@ type Options struct {
 	// Roots are the directories delete_file may delete inside. None means
 	// every call is refused.
 	Roots []string
+	// Beneath configures how delete_file resolves paths beneath its roots
+	// (zero: openat2 where the kernel has it).
+	Beneath beneath.Options
 	// Keys are the requestState secrets (see requeststate.Options.Keys);
 	// nil means an ephemeral key known to this process only.
 	Keys [][]byte
@@ -101,7 +105,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	tool, err := filetool.New(filetool.Options{Roots: opts.Roots, Flow: flow})
+	tool, err := filetool.New(filetool.Options{Roots: opts.Roots, Flow: flow, Beneath: opts.Beneath})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
