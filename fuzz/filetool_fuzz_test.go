@@ -1,3 +1,5 @@
+//go:build linux
+
 package fuzz
 
 import (
@@ -12,9 +14,10 @@ import (
 )
 
 // FuzzLocate asserts that delete_file's path validation never accepts a
-// path whose real location is outside the root, nor anything but a regular
-// file, whatever the path: "..", symlinks in and out, a sibling sharing the
-// root's prefix, NUL bytes, relative and absolute forms.
+// path whose real location is outside the root, nor one with a symlink
+// anywhere on it, nor anything but a regular file, whatever the path: "..",
+// symlinks in and out, a sibling sharing the root's prefix, NUL bytes,
+// relative and absolute forms.
 func FuzzLocate(f *testing.F) {
 	base := f.TempDir()
 	root := filepath.Join(base, "root")
@@ -102,6 +105,15 @@ func FuzzLocate(f *testing.F) {
 		}
 		if dir != realRoot && !strings.HasPrefix(dir, realRoot+string(filepath.Separator)) {
 			t.Fatalf("Locate(%q) accepted %q, whose directory %q is outside the root %q", p, shown, dir, realRoot)
+		}
+		// And it got there through real directories only: no symlink on
+		// the path, even one that stays inside the root.
+		rel, err := filepath.Rel(realRoot, filepath.Dir(shown))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad, fi := firstNonDir(realRoot, rel); bad != "" {
+			t.Fatalf("Locate(%q) accepted %q, through %q, which is %v", p, shown, bad, fi)
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/beneath"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/impl/server"
@@ -68,6 +69,7 @@ type env struct {
 type envOptions struct {
 	roots     []string // nil: one fresh temporary root
 	noRoots   bool
+	walk      bool // resolve paths by the openat walk instead of openat2
 	keys      [][]byte
 	name      string
 	clock     *clock
@@ -93,6 +95,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	srv, err := server.New(server.Options{
 		Name:      o.name,
 		Roots:     roots,
+		Beneath:   beneath.Options{Walk: o.walk},
 		Keys:      o.keys,
 		Store:     o.store,
 		Principal: o.principal,
@@ -146,7 +149,8 @@ func (e *env) file(name, content string) string {
 type answerer struct {
 	action  string // "accept", "decline" or "cancel"
 	confirm bool
-	fail    error // if set, the dialog fails with it instead of answering
+	fail    error  // if set, the dialog fails with it instead of answering
+	before  func() // if set, runs while the person reads the question
 	mu      sync.Mutex
 	asked   []string
 }
@@ -155,6 +159,9 @@ func (a *answerer) handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 	a.mu.Lock()
 	a.asked = append(a.asked, req.Params.Message)
 	a.mu.Unlock()
+	if a.before != nil {
+		a.before()
+	}
 	if a.fail != nil {
 		return nil, a.fail
 	}
