@@ -134,14 +134,15 @@ func (e *Error) Error() string {
 	return "beneath: " + Show(e.Path) + " " + reason(e.Err)
 }
 
-// Show returns p escaped for a person to read (prompt.Value), or for a p
-// over MaxPath bytes its length, head and tail only.
+// Show returns the path p escaped for a person to read (prompt.Path: each
+// component isolated, drawn in order), or for a p over MaxPath bytes its
+// length, head and tail only.
 func Show(p string) string {
 	if len(p) > MaxPath {
 		return fmt.Sprintf("%s…%s (%d bytes)", prompt.Value(head(p), prompt.Options{MaxWidth: excerpt}),
 			prompt.Value(tail(p), prompt.Options{MaxWidth: excerpt}), len(p))
 	}
-	return prompt.Value(p, prompt.Options{})
+	return prompt.Path(p, prompt.Options{})
 }
 
 func reason(err error) string {

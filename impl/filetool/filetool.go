@@ -149,7 +149,7 @@ func (t *Tool) resolve(path string) (target, error) {
 	// for root /srv/data, never reach the filesystem.
 	r, rel, err := t.roots.Find(filepath.Clean(path))
 	if err != nil || rel == "" {
-		return target{}, confirm.Refuse("The path %s is outside the server's roots.", prompt.Value(path, prompt.Options{}))
+		return target{}, confirm.Refuse("The path %s is outside the server's roots.", prompt.Path(path, prompt.Options{}))
 	}
 	// A root renamed away and replaced: the name shown would be another
 	// directory than the one acted on.

@@ -136,7 +136,7 @@ func TestAttackSymlinkDirectoryOnPath(t *testing.T) {
 				ans := accept()
 				res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), filepath.Join(root, rel))
 				wantToolRefusal(t, res, err, "is a symbolic link")
-				if want := prompt.Value(filepath.Join(root, component), prompt.Options{}); !strings.Contains(text(res), want) {
+				if want := prompt.Path(filepath.Join(root, component), prompt.Options{}); !strings.Contains(text(res), want) {
 					t.Errorf("%s: the refusal %q does not name %s", rel, text(res), want)
 				}
 				if !strings.Contains(text(res), "Nothing was asked or deleted") {
@@ -495,7 +495,7 @@ func TestAttackRootReplaced(t *testing.T) {
 		// Every call to that root is refused while one of its names is wrong.
 		cs, ans = session(nil)
 		res, err = call(cs, filepath.Join(data, "b.txt"))
-		wantToolRefusal(t, res, err, prompt.Value(link, prompt.Options{}))
+		wantToolRefusal(t, res, err, prompt.Path(link, prompt.Options{}))
 		if len(ans.questions()) != 0 {
 			t.Fatal("a question was asked while a root's name was wrong")
 		}
@@ -599,7 +599,7 @@ func TestRootSlash(t *testing.T) {
 	for _, era := range []string{eraMRTR, eraLegacy} {
 		cs := e.connect(clientOptions{era: era, answer: accept()})
 		res, err := call(cs, "/proc/self/status")
-		wantToolRefusal(t, res, err, prompt.Value("/proc", prompt.Options{})+" is a mount point")
+		wantToolRefusal(t, res, err, prompt.Path("/proc", prompt.Options{})+" is a mount point")
 		res, err = call(cs, "/")
 		wantToolRefusal(t, res, err, "outside the server's roots")
 	}
@@ -607,7 +607,7 @@ func TestRootSlash(t *testing.T) {
 	res, err := call(cs, f)
 	if mp := mountPointOf(t, dir); mp != "/" {
 		// This machine's temporary directory is on another mount.
-		wantToolRefusal(t, res, err, prompt.Value(mp, prompt.Options{})+" is a mount point")
+		wantToolRefusal(t, res, err, prompt.Path(mp, prompt.Options{})+" is a mount point")
 		wantExists(t, f)
 		return
 	}
