@@ -75,7 +75,7 @@ func controls() []control {
 			OpenErrors(t, "s3cret", open, []OpenFailure{{Name: "refused", URL: "db://u:s3cret@127.0.0.1:1/x", Want: "127.0.0.1:1"}})
 		}
 	}
-	return []control{
+	cs := []control{
 		{"GoneAway/answers ErrUnknown", "want an error that is not a ledger sentinel",
 			gone(goneStore{}, goneStore{answer: ledger.ErrUnknown})},
 		{"GoneAway/ignores the deadline", "took",
@@ -94,12 +94,13 @@ func controls() []control {
 		{"OpenErrors/names no server", "does not name",
 			openErrors(func(context.Context, string) error { return errGone })},
 	}
+	return append(cs, capsControls()...)
 }
 
 const controlEnv = "LEDGERTEST_CONTROL"
 
 // TestSharedChecksCatchBrokenStores is the negative control for
-// GoneAway, Namespaces, RedeemOnce and OpenErrors: each control runs in a test
+// GoneAway, Namespaces, RedeemOnce, OpenErrors and Caps: each control runs in a test
 // process of its own (the checks run subtests, which fail their parent),
 // and must fail there with the check's message.
 func TestSharedChecksCatchBrokenStores(t *testing.T) {

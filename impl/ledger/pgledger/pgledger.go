@@ -20,7 +20,21 @@
 // by the issuing replica's clock: a skew between the two lengthens or
 // shortens the TTL by the skew). Add is one INSERT ...
 // ON CONFLICT DO NOTHING, so a duplicate id is refused with
-// [ledger.ErrExists] atomically. Every text field is stored as bytea, so any
+// [ledger.ErrExists] atomically.
+//
+// Add also enforces two caps, atomically with the insert: at most
+// [Options.MaxPending] unexpired pending confirmations in the namespace, and
+// at most [Options.MaxPendingPerPrincipal] for any one principal (compared
+// byte for byte), so that one caller cannot starve the others; beyond
+// either it fails with [ledger.ErrFull] and stores nothing. An id that
+// exists is reported as such even when full. Atomic because every Add of
+// the namespace, from every replica, first takes a transaction-scoped
+// advisory lock named after the table and namespace, then counts and
+// inserts in one statement whose snapshot, taken after the lock, holds
+// every row an earlier Add committed; lock, count and insert are one
+// batch, so one round trip and one implicit transaction. Spend takes no
+// lock: a Spend that commits during an Add's count frees its slot for the
+// next Add, never lets this one past a cap. Every text field is stored as bytea, so any
 // bytes round-trip (a text column would refuse NUL and invalid UTF-8);
 // Expires round-trips to the nanosecond (expires_at is rounded up to the
 // microsecond, and expires_ns holds what the rounding added).
@@ -47,14 +61,33 @@
 // with synchronous_commit on (the default) and, with replicas, synchronous
 // replication.
 //
+// What the caps cost: Adds of one namespace run one at a time, across
+// every replica (each holds the lock through its count, insert and
+// commit), so a namespace admits about one Add per commit latency; Spends
+// and other namespaces are not held up. Each Add counts, in two partial
+// indexes of pending rows (one by expiry, one by the principal's SHA-256),
+// at most MaxPending and MaxPendingPerPrincipal entries, plus index entries
+// of rows spent since the last vacuum (which an index scan marks dead the
+// first time it finds them, and skips after that: measured, 20,000 such
+// entries add 0.1 ms to the count). Those indexes make Spend's UPDATE of
+// state a non-HOT update (its row gets new entries in the primary key and
+// expiry indexes). An Issue costs about two to three bare INSERTs
+// (BENCHMARKS.md).
+//
+// What the caps do not bound: spent rows, which are at most the issue
+// rate times (TTL + Grace + SweepEvery); the number of principals; nor the
+// rate of questions asked and answered. During a rolling upgrade from a
+// version without caps, the old replicas' Adds take no lock and count
+// nothing, so the caps hold only once every replica runs this one.
+//
 // Growth: one row per Add (measured: about 180 bytes of table and 105 of
 // index for short fields and a 34-byte namespace; long fields add their
-// length), kept until a sweep after its expiry plus grace: at
-// most the issue rate times (TTL + Grace + SweepEvery), plus the dead
-// tuples autovacuum has not yet reclaimed. There is no cap on pending rows
-// (the in-memory store has one): rate-limit principals before Issue. Only
-// the store's own namespace is swept, and only when Add runs: a namespace
-// that stops issuing keeps its rows until someone calls Sweep.
+// length; a pending row also has an entry in each partial index), kept
+// until a sweep after its expiry plus grace: at most the issue rate times
+// (TTL + Grace + SweepEvery), plus the dead tuples autovacuum has not yet
+// reclaimed. Only the store's own namespace is swept, and only when Add
+// runs: a namespace that stops issuing keeps its rows until someone calls
+// Sweep.
 package pgledger
 
 import (
@@ -91,12 +124,22 @@ type Options struct {
 	// Now is the clock that schedules those sweeps. Default time.Now.
 	// Expiry itself is always decided by the database's clock.
 	Now func() time.Time
+	// MaxPending caps the unexpired pending confirmations of the
+	// namespace: Add fails with [ledger.ErrFull] beyond it. Default
+	// [DefaultMaxPending].
+	MaxPending int
+	// MaxPendingPerPrincipal caps the unexpired pending confirmations of
+	// any one principal in the namespace, so that one caller cannot
+	// starve the others: Add fails with [ledger.ErrFull] beyond it.
+	// Default [ledger.DefaultMaxPendingPerPrincipal].
+	MaxPendingPerPrincipal int
 }
 
 // Defaults of [Options].
 const (
 	DefaultTable      = "mcp_confirm_ledger"
 	DefaultSweepEvery = time.Minute
+	DefaultMaxPending = 10_000
 )
 
 // Store is a [ledger.Store] in PostgreSQL. It is safe for concurrent use,
@@ -113,13 +156,16 @@ type Store struct {
 	closed     atomic.Bool
 	table      string // quoted
 	lockKey    string
+	addLockKey string // serializes the namespace's Adds
 	ns         string
+	maxPending int64
+	maxPer     int64
 	grace      time.Duration
 	sweepEvery time.Duration
 	now        func() time.Time
 	lastSweep  atomic.Int64 // unix nanoseconds on now's clock
 
-	createSQL, indexSQL, staleSQL, addSQL, spendSQL, classifySQL, sweepSQL string
+	createSQL, indexSQL, pendingIndexSQL, principalIndexSQL, staleSQL, addSQL, spendSQL, classifySQL, sweepSQL string
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -149,11 +195,20 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if opts.SweepEvery < 0 {
 		return nil, fmt.Errorf("pgledger: negative SweepEvery %v", opts.SweepEvery)
 	}
+	if opts.MaxPending < 0 {
+		return nil, fmt.Errorf("pgledger: negative MaxPending %d", opts.MaxPending)
+	}
+	if opts.MaxPendingPerPrincipal < 0 {
+		return nil, fmt.Errorf("pgledger: negative MaxPendingPerPrincipal %d", opts.MaxPendingPerPrincipal)
+	}
 	s := &Store{
 		pool:       pool,
 		table:      pgx.Identifier{opts.Table}.Sanitize(),
 		lockKey:    "mcp-confirm/pgledger:" + opts.Table,
+		addLockKey: "mcp-confirm/pgledger-add:" + opts.Table + ":" + opts.Namespace,
 		ns:         opts.Namespace,
+		maxPending: int64(opts.MaxPending),
+		maxPer:     int64(opts.MaxPendingPerPrincipal),
 		grace:      opts.Grace,
 		sweepEvery: opts.SweepEvery,
 		now:        opts.Now,
@@ -167,7 +222,15 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if s.maxPending == 0 {
+		s.maxPending = DefaultMaxPending
+	}
+	if s.maxPer == 0 {
+		s.maxPer = ledger.DefaultMaxPendingPerPrincipal
+	}
 	t, index := s.table, pgx.Identifier{opts.Table + "_expiry"}.Sanitize()
+	pendingIndex := pgx.Identifier{opts.Table + "_pending"}.Sanitize()
+	principalIndex := pgx.Identifier{opts.Table + "_principal"}.Sanitize()
 	s.createSQL = `CREATE TABLE IF NOT EXISTS ` + t + ` (
 	namespace   text        NOT NULL,
 	id          bytea       NOT NULL CHECK (length(id) = 16),
@@ -183,8 +246,32 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	s.staleSQL = `SELECT EXISTS (SELECT 1 FROM pg_attribute
 WHERE attrelid = to_regclass($1) AND attname = 'shown' AND NOT attisdropped)`
 	s.indexSQL = `CREATE INDEX IF NOT EXISTS ` + index + ` ON ` + t + ` (namespace, expires_at)`
-	s.addSQL = `INSERT INTO ` + t + ` (namespace, id, state, tool, args_digest, principal, subject, expires_at, expires_ns)
-VALUES ($1, $2, 'pending', $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`
+	// The caps count pending rows only: partial indexes keep them apart
+	// from the spent ones. The principal's is hashed: a principal may be
+	// longer than a B-tree entry can hold.
+	s.pendingIndexSQL = `CREATE INDEX IF NOT EXISTS ` + pendingIndex + ` ON ` + t +
+		` (namespace, expires_at) WHERE state = 'pending'`
+	s.principalIndexSQL = `CREATE INDEX IF NOT EXISTS ` + principalIndex + ` ON ` + t +
+		` (namespace, sha256(principal), expires_at) WHERE state = 'pending'`
+	// Run after the namespace's add lock is taken, in the same
+	// transaction, so that its snapshot holds every row an earlier Add
+	// committed. It counts (up to the caps), inserts if both have room,
+	// and says whether the id was there before.
+	s.addSQL = `WITH counts AS (
+	SELECT
+		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
+			AND state = 'pending' AND expires_at > now() LIMIT $9) a) AS total,
+		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
+			AND sha256(principal) = sha256($5::bytea) AND principal = $5::bytea
+			AND state = 'pending' AND expires_at > now() LIMIT $10) p) AS mine
+), added AS (
+	INSERT INTO ` + t + ` (namespace, id, state, tool, args_digest, principal, subject, expires_at, expires_ns)
+	SELECT $1, $2, 'pending', $3, $4, $5, $6, $7, $8 FROM counts WHERE total < $9 AND mine < $10
+	ON CONFLICT DO NOTHING RETURNING 1
+)
+SELECT (SELECT count(*) FROM added), total, mine,
+	EXISTS (SELECT FROM ` + t + ` WHERE namespace = $1 AND id = $2)
+FROM counts`
 	s.spendSQL = `UPDATE ` + t + ` SET state = $3
 WHERE namespace = $1 AND id = $2 AND state = 'pending' AND expires_at > now()
 RETURNING tool, args_digest, principal, subject, expires_at, expires_ns`
@@ -255,7 +342,9 @@ func passwords(connString string) []string {
 	return append(pws, redact.URLPasswords(connString)...)
 }
 
-// Migrate creates the table and its index if they do not exist. It is
+// Migrate creates the table and its indexes if they do not exist (on a
+// table made by an earlier version it adds the caps' partial indexes, with
+// a CREATE INDEX that blocks writes to the table while it builds). It is
 // idempotent, and safe when several replicas start at once: it holds a
 // transaction-scoped advisory lock named after the table, because
 // concurrent CREATE TABLE IF NOT EXISTS can still fail on PostgreSQL's
@@ -272,7 +361,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.lockKey); err != nil {
 		return fmt.Errorf("pgledger: migrate: lock: %w", err)
 	}
-	for _, sql := range []string{s.createSQL, s.indexSQL} {
+	for _, sql := range []string{s.createSQL, s.indexSQL, s.pendingIndexSQL, s.principalIndexSQL} {
 		if _, err := tx.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("pgledger: migrate: %w", err)
 		}
@@ -332,15 +421,33 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 		s.Sweep(ctx)
 	}
 	at, ns := ceilMicro(c.Expires)
-	tag, err := s.pool.Exec(ctx, s.addSQL, s.ns, c.ID[:],
-		[]byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject), at, ns)
-	if err != nil {
+	// One round trip, one transaction (a batch runs in an implicit one):
+	// the lock, held to its commit, makes count-then-insert atomic for
+	// every Add of the namespace, from any replica.
+	var b pgx.Batch
+	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.addLockKey)
+	var added, total, mine int64
+	var existed bool
+	b.Queue(s.addSQL, s.ns, c.ID[:], []byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject),
+		at, ns, s.maxPending, s.maxPer).QueryRow(func(r pgx.Row) error {
+		return r.Scan(&added, &total, &mine, &existed)
+	})
+	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("pgledger: add %s: %w", c.ID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	switch {
+	case added == 1:
+		return nil
+	case existed:
 		return fmt.Errorf("%w: %s", ledger.ErrExists, c.ID)
+	case total >= s.maxPending:
+		return fmt.Errorf("%w: %d pending in namespace %q", ledger.ErrFull, total, s.ns)
+	case mine >= s.maxPer:
+		return fmt.Errorf("%w: %d pending for this principal in namespace %q", ledger.ErrFull, mine, s.ns)
 	}
-	return nil
+	// A conflict with a row committed without the lock (a replica of an
+	// older version, during an upgrade), which the snapshot missed.
+	return fmt.Errorf("%w: %s", ledger.ErrExists, c.ID)
 }
 
 // Spend implements [ledger.Store].

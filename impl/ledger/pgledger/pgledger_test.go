@@ -315,6 +315,8 @@ func TestOptions(t *testing.T) {
 		{"namespace not UTF-8", p, pgledger.Options{Namespace: "a\xffb"}, false},
 		{"negative grace", p, pgledger.Options{Grace: -1}, false},
 		{"negative sweep", p, pgledger.Options{SweepEvery: -1}, false},
+		{"negative cap", p, pgledger.Options{MaxPending: -1}, false},
+		{"negative principal cap", p, pgledger.Options{MaxPendingPerPrincipal: -1}, false},
 	}
 	for _, tt := range tests {
 		_, err := pgledger.New(tt.pool, tt.opts)
@@ -409,4 +411,14 @@ func TestOpen(t *testing.T) {
 	}
 	defer s.Close()
 	ledgertest.RedeemOnce(t, s)
+}
+
+// TestCaps runs the shared check of the caps over two pools, as two
+// replicas would make their Adds.
+func TestCaps(t *testing.T) {
+	a, b := newPool(t), newPool(t)
+	ledgertest.Caps(t, func(t testing.TB, maxPending, perPrincipal int) (ledger.Store, ledger.Store) {
+		opts := pgledger.Options{Namespace: namespace(t, a, pgledger.DefaultTable), MaxPending: maxPending, MaxPendingPerPrincipal: perPrincipal}
+		return newStore(t, a, opts), newStore(t, b, opts)
+	})
 }

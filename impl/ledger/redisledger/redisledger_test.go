@@ -3,6 +3,7 @@ package redisledger_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -219,6 +220,61 @@ func TestMaxPending(t *testing.T) {
 	}
 }
 
+// TestMaxPendingPerPrincipal checks the principal's cap on what only Redis
+// keeps: its set of ids, which Spend leaves alone, is trimmed to the
+// pending ones when it reaches the cap, so it never holds more than the
+// cap; expired confirmations do not count; and the set expires with its
+// last-expiring member.
+func TestMaxPendingPerPrincipal(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t)
+	ns := namespace(t, c)
+	const max = 2
+	s := newStore(t, c, redisledger.Options{Namespace: ns, MaxPendingPerPrincipal: max})
+	h := sha256.Sum256([]byte("alice"))
+	key := ns + "u:" + hex.EncodeToString(h[:])
+	alice := func(expires time.Time) ledger.Confirmation {
+		conf := ledgertest.Fresh(t)
+		conf.Principal, conf.Expires = "alice", expires
+		return conf
+	}
+	soon := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	var pending []ledger.Confirmation
+	for i := range max {
+		conf := alice(soon.Add(time.Duration(i) * time.Minute))
+		if err := s.Add(ctx, conf); err != nil {
+			t.Fatal(err)
+		}
+		pending = append(pending, conf)
+	}
+	if err := s.Add(ctx, alice(soon)); !errors.Is(err, ledger.ErrFull) {
+		t.Fatalf("Add beyond alice's cap = %v, want ErrFull", err)
+	}
+	// Spent and expired ones make room; the set never outgrows the cap.
+	for i := range 10 {
+		if _, err := s.Spend(ctx, pending[0].ID, ledger.Redeemed); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if err := s.Add(ctx, alice(time.Now().Add(-time.Second))); err != nil {
+			t.Fatalf("round %d: an expired Add with room: %v", i, err)
+		}
+		pending[0] = alice(soon)
+		if err := s.Add(ctx, pending[0]); err != nil {
+			t.Fatalf("round %d: Add after a redeem: %v", i, err)
+		}
+		if n, err := c.ZCard(ctx, key).Result(); err != nil || n > max {
+			t.Fatalf("round %d: alice's set holds %d (%v), cap %d", i, n, err, max)
+		}
+	}
+	at, err := c.PExpireTime(ctx, key).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := pending[1].Expires; !time.UnixMilli(at.Milliseconds()).Equal(want) {
+		t.Fatalf("alice's set expires at %v, want %v (its last member's expiry)", time.UnixMilli(at.Milliseconds()), want)
+	}
+}
+
 // TestOptions checks that the constructors validate.
 func TestOptions(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
@@ -233,6 +289,7 @@ func TestOptions(t *testing.T) {
 		{"nil client", nil, redisledger.Options{}, false},
 		{"negative grace", c, redisledger.Options{Grace: -1}, false},
 		{"negative cap", c, redisledger.Options{MaxPending: -1}, false},
+		{"negative principal cap", c, redisledger.Options{MaxPendingPerPrincipal: -1}, false},
 	}
 	for _, tt := range tests {
 		_, err := redisledger.New(tt.client, tt.opts)
@@ -452,7 +509,8 @@ func TestForeignKeys(t *testing.T) {
 func TestExpiryOnServerClock(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t)
-	s := newStore(t, c, redisledger.Options{Namespace: namespace(t, c)})
+	// 400 pending confirmations of one principal.
+	s := newStore(t, c, redisledger.Options{Namespace: namespace(t, c), MaxPendingPerPrincipal: 400})
 	now := func() time.Time {
 		t.Helper()
 		at, err := c.Time(ctx).Result()
@@ -509,4 +567,14 @@ func TestExpiryOnServerClock(t *testing.T) {
 		}
 		t.Logf("offset %v: %d spends before the cut, %d after", offset, before, after)
 	}
+}
+
+// TestCaps runs the shared check of the caps over two clients, as two
+// replicas would make their Adds.
+func TestCaps(t *testing.T) {
+	a, b := newClient(t), newClient(t)
+	ledgertest.Caps(t, func(t testing.TB, maxPending, perPrincipal int) (ledger.Store, ledger.Store) {
+		opts := redisledger.Options{Namespace: namespace(t, a), MaxPending: maxPending, MaxPendingPerPrincipal: perPrincipal}
+		return newStore(t, a, opts), newStore(t, b, opts)
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -39,12 +40,12 @@ func testStore(t *testing.T, opts Options) (*Store, *redis.Client) {
 	return s, c
 }
 
-// deleteKeys deletes confirmation id's keys and the pending set when t
-// ends.
-func deleteKeys(t *testing.T, s *Store, c *redis.Client, id ledger.ID) {
+// deleteKeys deletes confirmation conf's keys, the pending set and its
+// principal's set when t ends.
+func deleteKeys(t *testing.T, s *Store, c *redis.Client, conf ledger.Confirmation) {
 	t.Cleanup(func() {
-		entry, token, _ := s.keys(id)
-		if err := c.Del(context.Background(), entry, token, s.pendingKey).Err(); err != nil {
+		entry, token, _ := s.keys(conf.ID)
+		if err := c.Del(context.Background(), entry, token, s.pendingKey, s.principalKey(conf.Principal)).Err(); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
@@ -53,13 +54,19 @@ func deleteKeys(t *testing.T, s *Store, c *redis.Client, id ledger.ID) {
 // TestRetryOfSameCall checks the scripts' nonces: a second run of the very
 // same Add or Spend (what go-redis does after a reply lost to a dropped
 // connection) gets the success back, while any other call is refused. The
-// namespace holds one pending confirmation, so that Add is tried both on
-// its path with room and on its path when full.
+// namespace (or the principal) holds one pending confirmation, so that Add
+// is tried both on its path with room and on its path when full.
 func TestRetryOfSameCall(t *testing.T) {
+	for _, opts := range []Options{{MaxPending: 1}, {MaxPendingPerPrincipal: 1}} {
+		t.Run(fmt.Sprintf("%+v", opts), func(t *testing.T) { retryOfSameCall(t, opts) })
+	}
+}
+
+func retryOfSameCall(t *testing.T, opts Options) {
 	ctx := context.Background()
-	s, c := testStore(t, Options{MaxPending: 1})
+	s, c := testStore(t, opts)
 	conf := ledgertest.Fresh(t)
-	deleteKeys(t, s, c, conf.ID)
+	deleteKeys(t, s, c, conf)
 
 	v, err := encode(conf)
 	if err != nil {
@@ -75,7 +82,7 @@ func TestRetryOfSameCall(t *testing.T) {
 		want error
 	}{
 		{"the add", v, nil},
-		{"its retry", v, nil}, // the namespace is full from here on
+		{"its retry", v, nil}, // full from here on
 		{"another add", other, ledger.ErrExists},
 	}
 	for _, tt := range adds {
@@ -180,7 +187,7 @@ func TestReplaysKeepTokenShort(t *testing.T) {
 	ctx := context.Background()
 	s, c := testStore(t, Options{})
 	conf := ledgertest.Fresh(t)
-	deleteKeys(t, s, c, conf.ID)
+	deleteKeys(t, s, c, conf)
 	if err := s.Add(ctx, conf); err != nil {
 		t.Fatal(err)
 	}
