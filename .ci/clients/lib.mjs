@@ -77,11 +77,12 @@ export function makeKeyFile() {
 }
 
 /**
- * Starts `bin --http 127.0.0.1:0 ...args` and resolves with its URL, read
- * from the address line it logs at start.
+ * Starts `bin ...args --http 127.0.0.1:0 ...after` and resolves with its
+ * URL, read from the address line it logs at start. after: arguments that
+ * must come last (the proxy's `-- COMMAND ARGS`).
  */
-export function startHTTP(bin, args) {
-  const proc = spawn(bin, [...args, '--http', '127.0.0.1:0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+export function startHTTP(bin, args, after = []) {
+  const proc = spawn(bin, [...args, '--http', '127.0.0.1:0', ...after], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -4,6 +4,8 @@
 #   ts-client-v2.mjs   @modelcontextprotocol/client (both eras, stdio + HTTP)
 #   ts-sdk-v1.mjs      @modelcontextprotocol/sdk v1 (older era, stdio + HTTP)
 #   one-address.mjs    all of them on one --http address at once
+#   proxy-filesystem.mjs  @modelcontextprotocol/client through `mcp-confirm proxy`
+#                      in front of @modelcontextprotocol/server-filesystem
 #   conformance.mjs    @modelcontextprotocol/conformance server scenarios
 #   controls.mjs       negative controls: the scripts must fail against liars
 # Prints one line per scenario (PASS, XFAIL = failure listed in baseline.yml
@@ -69,6 +71,7 @@ run_script() {
 run_script ts-client-v2.mjs 300
 run_script ts-sdk-v1.mjs 120
 run_script one-address.mjs 60
+run_script proxy-filesystem.mjs 420
 run_script conformance.mjs 330
 run_script controls.mjs 120
 

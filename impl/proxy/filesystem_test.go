@@ -120,6 +120,12 @@ func TestProxyFilesystemServer(t *testing.T) {
 			if slices.Contains(names, "create_directory") {
 				t.Fatalf("tools/list shows the denied create_directory: %v", names)
 			}
+			// The server (TypeScript SDK v1) scopes nothing for caching: the
+			// proxy says "private", never letting a shared cache serve one
+			// user's list to another.
+			if tools.CacheScope != "private" {
+				t.Fatalf("tools/list cacheScope = %q, want private", tools.CacheScope)
+			}
 
 			// Reads are allowed by the policy: no question.
 			res, err := callTool(cs, "read_text_file", map[string]any{"path": filepath.Join(root, "notes.txt")})

@@ -66,6 +66,13 @@ func (p *Proxy) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return nil, upstreamError(err)
 		}
+		// The protocol's own _meta keys describe the upstream's hop (its
+		// serverInfo, say); go-sdk writes the proxy's for this one.
+		if m := res.GetMeta(); len(m) > 0 {
+			m = maps.Clone(m)
+			maps.DeleteFunc(m, func(k string, _ any) bool { return strings.HasPrefix(k, metaPrefix) })
+			res.SetMeta(m)
+		}
 		return res, nil
 	}
 }
@@ -82,6 +89,7 @@ func (p *Proxy) forward(ctx context.Context, c *conn, ss *mcp.ServerSession, met
 			return nil, err
 		}
 		out := *res
+		scoped(&out.Cacheable)
 		// A denied tool is not offered to the model at all.
 		out.Tools = slices.DeleteFunc(slices.Clone(res.Tools), func(t *mcp.Tool) bool { return p.policy.Hidden(t.Name) })
 		return &out, nil
@@ -94,7 +102,11 @@ func (p *Proxy) forward(ctx context.Context, c *conn, ss *mcp.ServerSession, met
 		if r.Params != nil {
 			up.Meta, up.Cursor = c.forwardMeta(r.Params.Meta), r.Params.Cursor
 		}
-		return c.cs.ListPrompts(ctx, up)
+		res, err := c.cs.ListPrompts(ctx, up)
+		if err == nil {
+			scoped(&res.Cacheable)
+		}
+		return res, err
 	case *mcp.GetPromptRequest:
 		return p.rounds(ctx, ss, req, func(ctx context.Context, req mcp.Request) (mcp.Result, error) {
 			r := req.(*mcp.GetPromptRequest)
@@ -113,13 +125,21 @@ func (p *Proxy) forward(ctx context.Context, c *conn, ss *mcp.ServerSession, met
 		if r.Params != nil {
 			up.Meta, up.Cursor = c.forwardMeta(r.Params.Meta), r.Params.Cursor
 		}
-		return c.cs.ListResources(ctx, up)
+		res, err := c.cs.ListResources(ctx, up)
+		if err == nil {
+			scoped(&res.Cacheable)
+		}
+		return res, err
 	case *mcp.ListResourceTemplatesRequest:
 		up := &mcp.ListResourceTemplatesParams{}
 		if r.Params != nil {
 			up.Meta, up.Cursor = c.forwardMeta(r.Params.Meta), r.Params.Cursor
 		}
-		return c.cs.ListResourceTemplates(ctx, up)
+		res, err := c.cs.ListResourceTemplates(ctx, up)
+		if err == nil {
+			scoped(&res.Cacheable)
+		}
+		return res, err
 	case *mcp.ReadResourceRequest:
 		return p.rounds(ctx, ss, req, func(ctx context.Context, req mcp.Request) (mcp.Result, error) {
 			r := req.(*mcp.ReadResourceRequest)
@@ -130,6 +150,7 @@ func (p *Proxy) forward(ctx context.Context, c *conn, ss *mcp.ServerSession, met
 			if err != nil {
 				return nil, err
 			}
+			scoped(&res.Cacheable)
 			return &mcp.ReadResourceResult{Meta: res.Meta, Cacheable: res.Cacheable, Contents: res.Contents,
 				InputRequests: res.InputRequests, RequestState: res.RequestState}, nil
 		})
@@ -139,6 +160,16 @@ func (p *Proxy) forward(ctx context.Context, c *conn, ss *mcp.ServerSession, met
 		return c.cs.Complete(ctx, &cp)
 	}
 	return nil, fmt.Errorf("proxy: %s: unexpected request %T", method, req)
+}
+
+// scoped gives a result the upstream did not scope for caching the scope
+// "private": the proxy cannot tell whether an upstream's answer is the same
+// for every user, and a shared cache must not serve one user's list to
+// another. (go-sdk would default to "public".)
+func scoped(c *mcp.Cacheable) {
+	if c.CacheScope == "" {
+		c.CacheScope = "private"
+	}
 }
 
 // upstreamError turns an error of a forwarded request into the error the
@@ -376,11 +407,11 @@ func (p *Proxy) rounds(ctx context.Context, ss *mcp.ServerSession, req mcp.Reque
 			return nil, err
 		}
 		reqs, state := inputOf(res)
+		if modernSession(ss) {
+			return markResultType(res, reqs != nil), nil
+		}
 		if reqs == nil {
 			return res, nil
-		}
-		if modernSession(ss) {
-			return markInputRequired(res), nil
 		}
 		if len(reqs) == 0 {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the server is busy, retry later"}
@@ -396,29 +427,36 @@ func (p *Proxy) rounds(ctx context.Context, ss *mcp.ServerSession, req mcp.Reque
 	}
 }
 
-// markInputRequired returns res marked as an input_required result, as
-// go-sdk marks those its own handlers return (the mark is unexported: only
-// decoding sets it). The proxy answers these methods itself, so without it
-// a 2026-07-28 client would read the result as complete.
-func markInputRequired(res mcp.Result) mcp.Result {
-	const shell = `{"resultType":"input_required"}`
+// markResultType returns a copy of res carrying its result type,
+// input_required or complete, as go-sdk marks the results of its own
+// handlers for clients of the 2026-07-28 era (which require it). The mark
+// is unexported and only decoding sets it; the proxy answers these methods
+// itself, so it decodes a shell with the mark and copies every field in.
+func markResultType(res mcp.Result, inputRequired bool) mcp.Result {
+	shell := []byte(`{"resultType":"complete"}`)
+	if inputRequired {
+		shell = []byte(`{"resultType":"input_required"}`)
+	}
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
 		var out mcp.CallToolResult
-		if json.Unmarshal([]byte(shell), &out) == nil {
-			out.Meta, out.InputRequests, out.RequestState = r.Meta, r.InputRequests, r.RequestState
+		if r != nil && json.Unmarshal(shell, &out) == nil {
+			out.Meta, out.Content, out.StructuredContent, out.IsError = r.Meta, r.Content, r.StructuredContent, r.IsError
+			out.InputRequests, out.RequestState = r.InputRequests, r.RequestState
 			return &out
 		}
 	case *mcp.GetPromptResult:
 		var out mcp.GetPromptResult
-		if json.Unmarshal([]byte(shell), &out) == nil {
-			out.Meta, out.InputRequests, out.RequestState = r.Meta, r.InputRequests, r.RequestState
+		if r != nil && json.Unmarshal(shell, &out) == nil {
+			out.Meta, out.Description, out.Messages = r.Meta, r.Description, r.Messages
+			out.InputRequests, out.RequestState = r.InputRequests, r.RequestState
 			return &out
 		}
 	case *mcp.ReadResourceResult:
 		var out mcp.ReadResourceResult
-		if json.Unmarshal([]byte(shell), &out) == nil {
-			out.Meta, out.InputRequests, out.RequestState = r.Meta, r.InputRequests, r.RequestState
+		if r != nil && json.Unmarshal(shell, &out) == nil {
+			out.Meta, out.Cacheable, out.Contents = r.Meta, r.Cacheable, r.Contents
+			out.InputRequests, out.RequestState = r.InputRequests, r.RequestState
 			return &out
 		}
 	}

@@ -1,6 +1,9 @@
 package proxy_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -69,5 +72,44 @@ func TestProxyAllowedPassThrough(t *testing.T) {
 				t.Fatalf("an allowed call was asked: %q, %d issued", q, e.issued())
 			}
 		})
+	}
+}
+
+// A 2026-07-28 client requires resultType on every tools/call result; go-sdk
+// writes it only for its own handlers, so the proxy must. (The TypeScript
+// client rejects a result without it; the go-sdk client does not check.)
+// Results carry the proxy's serverInfo, not the upstream's.
+func TestProxyResultTypeOnTheWire(t *testing.T) {
+	e := newEnv(t, envOptions{upstreamEra: eraLegacy})
+	hs := httptest.NewServer(e.proxy.Handler())
+	t.Cleanup(hs.Close)
+	post := func(method, name, params string) string {
+		body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
+		req, _ := http.NewRequest("POST", hs.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", eraMRTR)
+		req.Header.Set("Mcp-Method", method)
+		if name != "" {
+			req.Header.Set("Mcp-Name", name)
+		}
+		res, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	for _, tc := range []struct{ method, name, params, want string }{
+		{"tools/call", "read", `{"name":"read","arguments":{"path":"/x"},` + meta + `}`, `"resultType":"complete"`},
+		{"tools/call", "write", `{"name":"write","arguments":{"path":"/x","content":"y"},` + meta + `}`, `"resultType":"input_required"`},
+		{"tools/call", "delete", `{"name":"delete","arguments":{"path":"/x"},` + meta + `}`, `"resultType":"complete"`},
+		{"tools/list", "", `{` + meta + `}`, `"io.modelcontextprotocol/serverInfo":{"name":"mcp-confirm-proxy"`},
+	} {
+		if got := post(tc.method, tc.name, tc.params); !strings.Contains(got, tc.want) {
+			t.Errorf("%s %s: response lacks %s:\n%s", tc.method, tc.params, tc.want, got)
+		}
 	}
 }
