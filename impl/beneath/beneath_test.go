@@ -53,8 +53,11 @@ func openRoot(t *testing.T, dir string, opts Options) *Root {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
+	if r.Walks() && !opts.Walk {
+		t.Skip("this kernel has no openat2 (Linux 5.6): only the walk can be tested here")
+	}
 	if r.Walks() != opts.Walk {
-		t.Fatalf("Walks() = %v with Options.Walk = %v on a kernel with openat2", r.Walks(), opts.Walk)
+		t.Fatalf("Walks() = %v with Options.Walk = %v", r.Walks(), opts.Walk)
 	}
 	return r
 }

@@ -413,6 +413,42 @@ func TestAttackDirectorySwapBeforeUnlink(t *testing.T) {
 	})
 }
 
+// Layer: tool (re-check at execution). After the question, the approved
+// file's directory is renamed away and a new directory put in its place,
+// holding a hard link to the very same file: the file's identity (device,
+// inode, size, mtime, mode) is unchanged, only its directory differs. The
+// approval bound the directory too, so the answer is refused.
+func TestAttackDirectoryReplacedAfterApproval(t *testing.T) {
+	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
+		e := newEnv(t, envOptions{})
+		f := e.file("d/a.txt", "a")
+		d := filepath.Dir(f)
+		ans := accept()
+		ans.before = func() {
+			if err := os.Rename(d, d+"-old"); err != nil {
+				t.Error(err)
+			}
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Error(err)
+			}
+			if err := os.Link(filepath.Join(d+"-old", "a.txt"), f); err != nil {
+				t.Error(err)
+			}
+		}
+		before := inodeSet(t, e.root)
+		res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
+		wantToolRefusal(t, res, err, "replaced or modified after it was approved")
+		wantExists(t, f, filepath.Join(d+"-old", "a.txt"))
+		wantNoneGone(t, e.root, before, nil)
+		// The file itself is indistinguishable: only the directory tells.
+		old, err1 := os.Lstat(filepath.Join(d+"-old", "a.txt"))
+		cur, err2 := os.Lstat(f)
+		if err1 != nil || err2 != nil || !os.SameFile(old, cur) || old.ModTime() != cur.ModTime() || old.Size() != cur.Size() {
+			t.Fatalf("the link is not the same file (%v, %v): the test shows nothing", err1, err2)
+		}
+	})
+}
+
 // Layer: tool. A root directory renamed away and another created in its
 // place while the person reads the question (or one of the root's names,
 // a symlink, repointed): the question named a file in the old directory,
