@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/filetool"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
 // DefaultName is the server's name, and the default audience of its
@@ -67,6 +68,8 @@ type Server struct {
 	mcp  *mcp.Server
 	flow *confirm.Flow
 	tool *filetool.Tool
+	ttl  time.Duration
+	log  *slog.Logger
 }
 
 // New assembles a server. It opens the roots; call Close to release them.
@@ -117,7 +120,7 @@ func New(opts Options) (*Server, error) {
 	// every requestState that crosses the wire is sealed and verified.
 	s.AddReceivingMiddleware(boundary.Middleware())
 	tool.Register(s)
-	return &Server{mcp: s, flow: flow, tool: tool}, nil
+	return &Server{mcp: s, flow: flow, tool: tool, ttl: opts.TTL, log: opts.Logger}, nil
 }
 
 // MCP returns the go-sdk server, to run over any transport.
@@ -131,24 +134,26 @@ func (s *Server) Flow() *confirm.Flow { return s.flow }
 func (s *Server) Close() error { return s.tool.Close() }
 
 // ProtocolMRTR is the first protocol version with multi round-trip requests.
-const ProtocolMRTR = "2026-07-28"
+const ProtocolMRTR = serve.ProtocolMRTR
 
-// Handler serves streamable HTTP for both protocol eras from one address.
-//
-// go-sdk v1.8.0's stateful handler refuses 2026-07-28 requests, and its
-// stateless handler cannot elicit in-process for older clients, so requests
-// are routed by their Mcp-Protocol-Version header: 2026-07-28 and later to
-// a stateless handler, everything else (including the header-less
-// initialize of older clients) to a stateful one.
+// Handler serves streamable HTTP for both protocol eras from one address,
+// with package serve's default limits (see [serve.NewHTTP]) but for the
+// two tied to the TTL ([Server.HTTPOptions]). The binary runs
+// [serve.HTTP.Serve], with its flags.
 func (s *Server) Handler() http.Handler {
-	get := func(*http.Request) *mcp.Server { return s.mcp }
-	stateful := mcp.NewStreamableHTTPHandler(get, nil)
-	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v := r.Header.Get("Mcp-Protocol-Version"); v >= ProtocolMRTR {
-			stateless.ServeHTTP(w, r)
-			return
-		}
-		stateful.ServeHTTP(w, r)
-	})
+	h, err := serve.NewHTTP(s.mcp, s.HTTPOptions())
+	if err != nil {
+		panic(err) // HTTPOptions are valid by construction
+	}
+	return h
+}
+
+// HTTPOptions returns the HTTP front door's options this server needs: the
+// idle session timeout is the TTL, and requests may last a minute longer.
+func (s *Server) HTTPOptions() serve.HTTPOptions {
+	return serve.HTTPOptions{
+		SessionTimeout: s.ttl,
+		RequestTimeout: s.ttl + time.Minute,
+		Logger:         s.log,
+	}
 }
