@@ -18,15 +18,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/impl/server"
@@ -43,9 +39,9 @@ type config struct {
 	roots    []string
 	keyFile  string
 	ttl      time.Duration
-	httpAddr string
 	ledger   string
 	logLevel slog.Level
+	front    frontFlags
 }
 
 // rootsFlag collects repeated --root flags.
@@ -80,9 +76,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.Var(&roots, "root", "a directory inside which files may be deleted; repeatable; fixed at start-up")
 	fs.StringVar(&c.keyFile, "key-file", "", "file of requestState secrets, one per line (each at least 32 bytes; the first seals, all verify; '#' starts a comment).\nShare it between replicas. Without it, a random key known only to this process is used")
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
-	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio; both protocol eras are served")
 	fs.StringVar(&c.ledger, "ledger", "memory:", "where pending confirmations are kept: memory: (this process only), redis://[:PASSWORD@]HOST:PORT/DB,\nor postgres://USER@HOST:PORT/DB. Replicas behind one load balancer must share a redis:// or postgres:// ledger\nand their --key-file")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
+	c.front.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
@@ -95,6 +91,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.ttl <= 0 {
 		return c, fmt.Errorf("--ttl %v: must be positive", c.ttl)
+	}
+	if err := c.front.resolve(fs, c.ttl); err != nil {
+		return c, err
 	}
 	if err := server.CheckStoreURL(c.ledger); err != nil {
 		return c, fmt.Errorf("--ledger: %w", err)
@@ -138,12 +137,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer srv.Close()
 
-	if c.httpAddr == "" {
-		log.Info("serving MCP on stdio", "roots", c.roots)
-		err = srv.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
-	} else {
-		err = serveHTTP(ctx, c.httpAddr, srv.Handler(), log, c.roots)
-	}
+	err = c.front.serve(ctx, srv.MCP(), nil, stdin, stdout, log, "roots", c.roots)
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
 		return 1
@@ -159,27 +153,3 @@ func readKeys(path string) ([][]byte, error) {
 	defer f.Close()
 	return requeststate.ReadKeyFile(bufio.NewReader(f))
 }
-
-func serveHTTP(ctx context.Context, addr string, h http.Handler, log *slog.Logger, roots []string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		hs.Shutdown(shutdown)
-	}()
-	// The address line is how scripts learn the port when ADDR ends in :0.
-	log.Info("serving MCP over streamable HTTP", "addr", "http://"+ln.Addr().String(), "roots", roots)
-	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

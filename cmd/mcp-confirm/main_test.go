@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
 func TestFlags(t *testing.T) {
@@ -38,6 +43,16 @@ func TestFlags(t *testing.T) {
 		{"bad ledger", []string{"--ledger", "ftp://x"}, 2, "--ledger"},
 		{"bad log level", []string{"--log-level", "loud"}, 2, "invalid value"},
 		{"unreachable ledger", []string{"--ledger", "redis://:s3cret@127.0.0.1:1/0"}, 1, "--ledger"},
+		{"zero max-sessions", []string{"--max-sessions", "0"}, 2, "--max-sessions 0: must be positive"},
+		{"negative max-conns", []string{"--max-conns", "-1"}, 2, "--max-conns -1: must be positive"},
+		{"zero session-timeout", []string{"--session-timeout", "0s"}, 2, "--session-timeout 0s: must be positive"},
+		{"zero request-timeout", []string{"--request-timeout", "0s"}, 2, "--request-timeout 0s: must be positive"},
+		{"zero read-timeout", []string{"--read-timeout", "0s"}, 2, "--read-timeout 0s: must be positive"},
+		{"zero read-header-timeout", []string{"--read-header-timeout", "0s"}, 2, "must be positive"},
+		{"zero idle-timeout", []string{"--idle-timeout", "0s"}, 2, "must be positive"},
+		{"zero max-header-bytes", []string{"--max-header-bytes", "0"}, 2, "must be positive"},
+		{"zero max-message-bytes", []string{"--max-message-bytes", "0"}, 2, "must be positive"},
+		{"huge max-message-bytes", []string{"--max-message-bytes", "2000000000"}, 2, "at most 1 GiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,9 +75,45 @@ func TestFlags(t *testing.T) {
 func TestHelpDocumentsEveryFlag(t *testing.T) {
 	var stderr bytes.Buffer
 	run(context.Background(), []string{"--help"}, nil, &bytes.Buffer{}, &stderr)
-	for _, f := range []string{"--root", "--key-file", "--ttl", "--http", "--ledger", "--log-level"} {
+	for _, f := range []string{"--root", "--key-file", "--ttl", "--http", "--ledger", "--log-level",
+		"--max-message-bytes", "--session-timeout", "--request-timeout", "--max-sessions", "--max-conns",
+		"--read-header-timeout", "--read-timeout", "--idle-timeout", "--max-header-bytes"} {
 		if !strings.Contains(stderr.String(), "  -"+strings.TrimPrefix(f, "--")) {
 			t.Errorf("--help does not document %s:\n%s", f, stderr.String())
+		}
+	}
+}
+
+// Every limit's default, as the binary resolves it: the library's
+// defaults, with the session timeout and the request deadline tied to
+// --ttl.
+func TestFrontDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		args             []string
+		session, request time.Duration
+	}{
+		{nil, 10 * time.Minute, 11 * time.Minute},
+		{[]string{"--ttl", "30m"}, 30 * time.Minute, 31 * time.Minute},
+		{[]string{"--ttl", "30m", "--session-timeout", "5m", "--request-timeout", "40m"}, 5 * time.Minute, 40 * time.Minute},
+	} {
+		c, err := parse(tt.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := c.front.httpOptions(nil, nil)
+		want := serve.HTTPOptions{
+			MaxMessageBytes:   64 << 10,
+			SessionTimeout:    tt.session,
+			MaxSessions:       1000,
+			RequestTimeout:    tt.request,
+			MaxConns:          256,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			IdleTimeout:       time.Minute,
+			MaxHeaderBytes:    32 << 10,
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) || c.front.httpAddr != "" {
+			t.Errorf("%q:\n got %+v\nwant %+v", tt.args, got, want)
 		}
 	}
 }

@@ -27,9 +27,9 @@ type proxyConfig struct {
 	name        string
 	keyFile     string
 	ttl         time.Duration
-	httpAddr    string
 	ledger      string
 	logLevel    slog.Level
+	front       frontFlags
 }
 
 const proxyUsage = `mcp-confirm proxy — single-use, honest confirmations in front of any MCP server.
@@ -56,9 +56,9 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	fs.StringVar(&c.name, "name", proxy.DefaultName, "the proxy's server name and requestState audience; replicas behind one load balancer share it")
 	fs.StringVar(&c.keyFile, "key-file", "", "file of requestState secrets, one per line (each at least 32 bytes; the first seals, all verify).\nShare it between replicas. Without it, a random key known only to this process is used")
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
-	fs.StringVar(&c.httpAddr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8080) instead of stdio; both protocol eras are served")
 	fs.StringVar(&c.ledger, "ledger", "memory:", "where pending confirmations are kept: memory:, redis://[:PASSWORD@]HOST:PORT/DB or postgres://USER@HOST:PORT/DB.\nReplicas must share a redis:// or postgres:// ledger and their --key-file")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
+	c.front.register(fs)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), proxyUsage)
 		fs.PrintDefaults()
@@ -83,6 +83,9 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	}
 	if c.name == "" {
 		return c, errors.New("--name: empty")
+	}
+	if err := c.front.resolve(fs, c.ttl); err != nil {
+		return c, err
 	}
 	if err := server.CheckStoreURL(c.ledger); err != nil {
 		return c, fmt.Errorf("--ledger: %w", err)
@@ -161,12 +164,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer p.Close()
 
-	if c.httpAddr == "" {
-		log.Info("proxy serving MCP on stdio", "upstream", policy.Name())
-		err = p.MCP().Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
-	} else {
-		err = serveHTTP(ctx, c.httpAddr, p.Handler(), log, nil)
-	}
+	err = c.front.serve(ctx, p.MCP(), nil, stdin, stdout, log, "upstream", policy.Name())
 	if err != nil && ctx.Err() == nil {
 		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
 		return 1
