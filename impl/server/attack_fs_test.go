@@ -32,6 +32,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/beneath/beneathtest"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
 func TestMain(m *testing.M) {
@@ -564,6 +565,13 @@ func TestAttackOverlongPath(t *testing.T) {
 		for name, p := range paths {
 			ans := accept()
 			res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), p)
+			if transport == httpT && len(p) > serve.DefaultMaxMessageBytes {
+				// Layer: the HTTP front door, before the boundary (413).
+				if err == nil || !strings.Contains(err.Error(), "Request Entity Too Large") {
+					t.Fatalf("%s over HTTP: want 413, got err=%v res=%s", name, err, describe(res))
+				}
+				continue
+			}
 			wantToolRefusal(t, res, err, "over the limit of")
 			if len(text(res)) > 600 {
 				t.Errorf("%s: a refusal of %d bytes", name, len(text(res)))
