@@ -1,6 +1,8 @@
 ------------------------------- MODULE Ledger -------------------------------
 (***************************************************************************)
-(* At-most-once confirmations for MCP multi round-trip requests.           *)
+(* Exactly-once answers for confirmations of MCP multi round-trip          *)
+(* requests: one approval, at most one effect, one answer repeated to      *)
+(* every retry.                                                            *)
 (*                                                                         *)
 (* A destructive tool call (the demo deletes a file) first returns         *)
 (* input_required: the replica that handled it Issues an approval -- a     *)
@@ -8,12 +10,22 @@
 (* expiry -- and hands the client a sealed requestState carrying that id   *)
 (* and the same expiry.  The human answers; the client retries the call    *)
 (* with the answer and the echoed state, to whichever replica the load     *)
-(* balancer picks, as often as it likes.  On "accept" the replica Redeems  *)
-(* the id: one atomic compare-and-set pending -> redeemed inside the       *)
-(* store, which also checks expiry on the store's clock.  Only after a     *)
-(* successful Redeem does that replica perform the effect, the deletion    *)
-(* (DoEffect).  On "decline" it Cancels: pending -> cancelled, also        *)
-(* atomically.                                                             *)
+(* balancer picks, as often as it likes.                                   *)
+(*                                                                         *)
+(* On "accept" the replica Redeems the id: one atomic compare-and-set      *)
+(* pending -> acting inside the store, which also checks expiry on the     *)
+(* store's clock and grants the replica a lease (LeaseUntil = now +        *)
+(* Lease).  Only then does that replica act (DoEffect: the deletion, which *)
+(* reports done, failed, or -- the proxy's lost upstream reply -- unknown) *)
+(* and Complete the record: a second compare-and-set acting -> done or     *)
+(* failed carrying the result, or acting -> in doubt for an unknown        *)
+(* outcome, accepted only while the lease lasts.  A record still acting    *)
+(* when its lease ends is in doubt, for good: a late Complete fails and    *)
+(* changes nothing.  A retry of an approval that is no longer pending is   *)
+(* answered from the record (Replay): "in progress" while acting, the      *)
+(* recorded result of the one execution once done or failed, "the action   *)
+(* may or may not have happened" once in doubt -- and nothing runs.  On    *)
+(* "decline" the replica Cancels: pending -> cancelled, also atomically.   *)
 (*                                                                         *)
 (* Modelled:                                                               *)
 (*  - several Clients retrying the same approvals concurrently, each with  *)
@@ -23,46 +35,65 @@
 (*  - several Replicas, deployed either with one shared durable store      *)
 (*    ("shared": Redis/PostgreSQL) or each with its own in-memory store    *)
 (*    ("memory", the default) -- both deployments are explored in one run; *)
-(*  - expiry as time passes, and the store forgetting records (tombstones  *)
-(*    included) once expiry + Grace has passed;                            *)
-(*  - a replica crashing at any point, in particular between Redeem and    *)
-(*    the effect, and restarting at once with an empty memory store.       *)
+(*  - expiry and the lease as time passes, and the store forgetting        *)
+(*    records once max(expiry, lease) + Grace has passed;                  *)
+(*  - a replica crashing at any point -- between Redeem and the effect,    *)
+(*    between the effect and Complete -- and restarting at once with an    *)
+(*    empty memory store; a replica slower than its lease; an execution    *)
+(*    whose outcome is unknown.                                            *)
 (*                                                                         *)
-(* The guarantee is AT MOST ONCE, NOT EXACTLY ONCE: a crash between Redeem *)
-(* and DoEffect loses the effect for good (lost[a] records it); the        *)
-(* approval is spent and the user has to ask again.  That is the price of  *)
-(* never acting twice.                                                     *)
+(* The guarantee: an approval's action runs AT MOST ONCE, and every retry  *)
+(* of it is answered with THE ONE RECORDED OUTCOME (or "in progress"       *)
+(* before there is one).  It is not exactly once: when the replica that    *)
+(* redeemed crashes, overruns its lease, or cannot tell what happened, the *)
+(* approval ends IN DOUBT -- the effect may or may not have happened, the  *)
+(* person is told so, and nothing ever runs again.  Without those faults   *)
+(* every redeemed approval ends done or failed (RedeemEndsDoneOrFailed).   *)
 (*                                                                         *)
 (* Abstracted away:                                                        *)
 (*  - Cryptography.  The sealed requestState is unforgeable: a client can  *)
 (*    only present states that were issued, and the binding to method,     *)
 (*    arguments, audience and principal is collapsed into "one approval id *)
-(*    per tool call".  Ids are fresh model values (at least 120 random     *)
+(*    per tool call" (a retry with another binding is refused before the   *)
+(*    ledger answers).  Ids are fresh model values (at least 120 random    *)
 (*    bits, which never collide), so an id is issued at most once.         *)
 (*  - The client relays the human's answer faithfully.  A client lying     *)
 (*    about the answer is indistinguishable from the human, here and in    *)
 (*    MRTR.                                                                *)
 (*  - Clocks.  One clock, now.  Each approval lives in exactly one store,  *)
 (*    and the properties are stated against that store's clock, the one    *)
-(*    its atomic operation checks.  Skew between replicas changes only     *)
-(*    when the envelope check refuses (which removes behaviours, never     *)
-(*    adds any) and, in the shared deployment, how long an approval lives  *)
-(*    in real time, since the issuing replica computes the expiry: TTL     *)
-(*    plus or minus the skew.                                              *)
-(*  - Failed Redeem/Cancel attempts (ErrUnknown, ErrSpent, ErrExpired,     *)
-(*    ErrCancelled) change no state: they are stuttering steps and are not *)
-(*    written as actions.  TraceLedger.tla checks that the Go ledger       *)
-(*    returns the error the store's state implies.                         *)
+(*    its atomic operations check (expiry, lease).  Skew between replicas  *)
+(*    changes only when the envelope check refuses (which removes          *)
+(*    behaviours, never adds any) and, in the shared deployment, how long  *)
+(*    an approval lives in real time, since the issuing replica computes   *)
+(*    the expiry: TTL plus or minus the skew.                              *)
+(*  - Lazy doubt.  The Go stores decide "in doubt" when they read a record *)
+(*    acting at or after its lease; here the tick that reaches the lease   *)
+(*    turns it to "doubt" (PassTime), which no step can tell apart.        *)
+(*  - Refused operations (unknown, expired, cancelled, in progress; a      *)
+(*    Complete after the lease) change no state: they are stuttering steps *)
+(*    and are not written as actions, except a Replay, which records the   *)
+(*    final answer it gave in the history variable replies.                *)
+(*    TraceLedger.tla checks that the Go ledger answers what the store's   *)
+(*    state implies.                                                       *)
 (*  - Networks.  A request reaches its replica in the step that processes  *)
 (*    it; a lost reply is the client retrying.  The shared store never     *)
 (*    loses data, and a replica restarts in the same step it crashes.      *)
-(*  - The deletion itself, and the re-check of the file at execution: an   *)
-(*    Effect is one appended record in effects[a].                         *)
+(*  - The deletion itself, its re-check at execution, and the result's     *)
+(*    content: an execution is one appended record in effects[a], and the  *)
+(*    result it returns is named by its position there (exec).             *)
 (*                                                                         *)
-(* CheckThenAct = TRUE gives the negative control (LedgerRace.cfg): redeem *)
-(* reads the status and writes "redeemed" in two separate steps, as a      *)
-(* store without an atomic compare-and-set would.  TLC must then find a    *)
-(* behaviour in which one approval takes effect twice.                     *)
+(* Flaw # "none" gives the negative controls, each a broken design TLC     *)
+(* must refute:                                                            *)
+(*  - "check-then-act" (LedgerRace.cfg): redeem reads the status and       *)
+(*    writes "acting" in two separate steps, as a store without an atomic  *)
+(*    compare-and-set would: one approval takes effect twice;              *)
+(*  - "replay-reruns" (LedgerRerun.cfg): a retry of a done approval is     *)
+(*    answered by running the action again instead of from the record;     *)
+(*  - "blind-complete" (LedgerBlind.cfg): Complete writes the outcome      *)
+(*    without the compare-and-set, so a replica that overran its lease     *)
+(*    overwrites "in doubt", and a retry is told something else than the   *)
+(*    recorded outcome.                                                    *)
 (*                                                                         *)
 (* MCLedger.tla holds the TLC-only definitions; TraceLedger.tla checks     *)
 (* logs of the Go ledger (impl/ledger) against this module.                *)
@@ -77,12 +108,15 @@ CONSTANTS
     None,         \* the empty slot of an idle request (a model value)
     Deployments,  \* nonempty subset of {"shared", "memory"}: the deployments to explore
     TTL,          \* lifetime of an approval and of its sealed state, in ticks
-    Grace,        \* how long the store remembers a record after its expiry
-    CheckThenAct  \* FALSE: redeem is an atomic compare-and-set; TRUE: the broken control
+    Lease,        \* how long the replica that redeemed has to act and Complete, in ticks
+    Grace,        \* how long the store remembers a record after max(expiry, lease)
+    Flaw          \* "none": the ledger as built; otherwise the broken design of a control
+
+Flaws == {"none", "check-then-act", "replay-reruns", "blind-complete"}
 
 ASSUME /\ Deployments # {} /\ Deployments \subseteq {"shared", "memory"}
-       /\ TTL \in Nat \ {0} /\ Grace \in Nat
-       /\ CheckThenAct \in BOOLEAN
+       /\ TTL \in Nat \ {0} /\ Lease \in Nat \ {0} /\ Grace \in Nat
+       /\ Flaw \in Flaws
        /\ Shared \notin Replicas /\ None \notin Replicas \cup Approvals
 
 VARIABLES
@@ -92,12 +126,15 @@ VARIABLES
     store,       \* store[s][a]: the record store s holds for approval a
     answer,      \* answer[c][a]: what the human answered to a in client c
     req,         \* req[c]: the request client c has in flight after a successful check
-    effects,     \* history: effects[a], one record per time a's deletion happened
+    effects,     \* history: effects[a], one record per execution of a's action
     cancelled,   \* history: cancelled[a], some Cancel of a succeeded
     spent,       \* history: spent[a], some Redeem of a succeeded
-    lost         \* history: lost[a], a crash dropped a's effect after its Redeem
+    recorded,    \* history: recorded[a], the first outcome any store recorded for a
+    replies,     \* history: replies[a], the final answers retries of a were given
+    faults       \* history: faults[a], why a's outcome may be unknown (see Faults)
 
-vars == <<now, deployment, envelope, store, answer, req, effects, cancelled, spent, lost>>
+vars == <<now, deployment, envelope, store, answer, req, effects, cancelled, spent,
+          recorded, replies, faults>>
 
 -----------------------------------------------------------------------------
 (* Types and helpers. *)
@@ -107,22 +144,48 @@ Stores == Replicas \cup {Shared}
 \* The store replica r reads and writes in the current deployment.
 StoreOf(r) == IF deployment = "shared" THEN Shared ELSE r
 
-Status == {"absent", "pending", "redeemed", "cancelled"}
-Absent == [status |-> "absent", exp |-> 0]
-Record == [status : Status, exp : Nat]
+Max(x, y) == IF x >= y THEN x ELSE y
+
+\* "acting": redeemed, the replica holds the lease; done, failed, doubt: the outcome.
+Status == {"absent", "pending", "acting", "done", "failed", "doubt", "cancelled"}
+Redeemed == {"acting", "done", "failed", "doubt"}
+Final == {"done", "failed", "doubt"}
+\* lease: LeaseUntil, set by Redeem; exec: the execution whose result a done or
+\* failed record holds (0 otherwise).
+Record == [status : Status, exp : Nat, lease : Nat, exec : Nat]
+Absent == [status |-> "absent", exp |-> 0, lease |-> 0, exec |-> 0]
+
+\* An outcome: what a final record says, and so what a retry is told.  kind
+\* "none" is the outcome of an approval before any was recorded.
+Outcome == [kind : Final \cup {"none"}, exec : Nat]
+NoOutcome == [kind |-> "none", exec |-> 0]
+OutcomeOf(rec) == [kind |-> rec.status, exec |-> rec.exec]
+InDoubt == [kind |-> "doubt", exec |-> 0]
 
 Envelope == [issued : BOOLEAN, exp : Nat]
 NotIssued == [issued |-> FALSE, exp |-> 0]
 
 Answers == {"none", "accept", "decline"}
 
-\* "checked" only occurs with CheckThenAct: the status was read, not yet written.
-Phases == {"idle", "checked", "redeemed"}
-Request == [phase : Phases, appr : Approvals \cup {None}, rep : Replicas \cup {None}, at : Nat]
-Idle == [phase |-> "idle", appr |-> None, rep |-> None, at |-> 0]
+\* What one execution of the action reports: it happened, it failed (refused
+\* or errored), or the replica cannot tell (the proxy lost the upstream's reply).
+Kinds == {"done", "failed", "unknown"}
 
-\* One performed deletion: on whose retry, and when its Redeem succeeded.
-Effect == [client : Clients, at : Nat]
+\* "checked" only occurs with the check-then-act flaw: the status was read,
+\* not yet written.  "acting": redeemed, the effect is owed; "acted": the
+\* effect ran and reported kind, its outcome is owed (Complete).
+Phases == {"idle", "checked", "acting", "acted"}
+Request == [phase : Phases, appr : Approvals \cup {None}, rep : Replicas \cup {None},
+            at : Nat, kind : Kinds \cup {"none"}, exec : Nat]
+Idle == [phase |-> "idle", appr |-> None, rep |-> None, at |-> 0, kind |-> "none", exec |-> 0]
+
+\* One execution of the action: on whose retry, when its Redeem succeeded, what it reported.
+Effect == [client : Clients, at : Nat, kind : Kinds]
+
+\* Why an approval's outcome may be unknown: the replica that redeemed it
+\* crashed before Complete, it was still working when the lease ended, or
+\* the execution reported an unknown outcome.
+Faults == {"crash", "lease", "unknown"}
 
 TypeOK ==
     /\ now \in Nat
@@ -134,7 +197,9 @@ TypeOK ==
     /\ effects \in [Approvals -> Seq(Effect)]
     /\ cancelled \in [Approvals -> BOOLEAN]
     /\ spent \in [Approvals -> BOOLEAN]
-    /\ lost \in [Approvals -> BOOLEAN]
+    /\ recorded \in [Approvals -> Outcome]
+    /\ replies \in [Approvals -> SUBSET Outcome]
+    /\ faults \in [Approvals -> SUBSET Faults]
 
 -----------------------------------------------------------------------------
 Init ==
@@ -147,7 +212,9 @@ Init ==
     /\ effects = [a \in Approvals |-> <<>>]
     /\ cancelled = [a \in Approvals |-> FALSE]
     /\ spent = [a \in Approvals |-> FALSE]
-    /\ lost = [a \in Approvals |-> FALSE]
+    /\ recorded = [a \in Approvals |-> NoOutcome]
+    /\ replies = [a \in Approvals |-> {}]
+    /\ faults = [a \in Approvals |-> {}]
 
 (***************************************************************************)
 (* Replica r handles a destructive tools/call and asks for confirmation:   *)
@@ -158,86 +225,139 @@ Init ==
 Issue(r, a) ==
     /\ ~envelope[a].issued
     /\ envelope' = [envelope EXCEPT ![a] = [issued |-> TRUE, exp |-> now + TTL]]
-    /\ store' = [store EXCEPT ![StoreOf(r)][a] = [status |-> "pending", exp |-> now + TTL]]
-    /\ UNCHANGED <<now, deployment, answer, req, effects, cancelled, spent, lost>>
-
-(***************************************************************************)
-(* The human, shown the question for a in client c, accepts it.  An answer *)
-(* is given once per client and never changes.                             *)
-(***************************************************************************)
-Confirm(c, a) ==
-    /\ envelope[a].issued
-    /\ answer[c][a] = "none"
-    /\ answer' = [answer EXCEPT ![c][a] = "accept"]
-    /\ UNCHANGED <<now, deployment, envelope, store, req, effects, cancelled, spent, lost>>
-
-(* The human, shown the question for a in client c, declines it. *)
-Decline(c, a) ==
-    /\ envelope[a].issued
-    /\ answer[c][a] = "none"
-    /\ answer' = [answer EXCEPT ![c][a] = "decline"]
-    /\ UNCHANGED <<now, deployment, envelope, store, req, effects, cancelled, spent, lost>>
+    /\ store' = [store EXCEPT ![StoreOf(r)][a] = [Absent EXCEPT !.status = "pending", !.exp = now + TTL]]
+    /\ UNCHANGED <<now, deployment, answer, req, effects, cancelled, spent, recorded, replies, faults>>
 
 (***************************************************************************)
 (* The boundary lets client c's retry of a, carrying answer ans, through   *)
-(* to replica r: c has no request in flight, the sealed state verifies and *)
-(* is unexpired on r's clock, and the human answered ans in c.             *)
+(* to a replica: c has no request in flight, the sealed state verifies and *)
+(* is unexpired on that replica's clock, and ans is the human's answer to  *)
+(* a in c.  The human is shown the question once per client and answers   *)
+(* it once; the answer travels with every retry of c and is recorded in    *)
+(* answer[c][a] by the first retry that changes the ledger (Answered).  A  *)
+(* retry the ledger refuses records nothing, so a client whose refused     *)
+(* retry carried one answer may later carry the other: more behaviours,    *)
+(* never fewer.  The question shown in two clients may be accepted in one  *)
+(* and declined in the other.                                              *)
 (***************************************************************************)
 Admitted(c, a, ans) ==
     /\ req[c].phase = "idle"
     /\ envelope[a].issued
     /\ now < envelope[a].exp
-    /\ answer[c][a] = ans
+    /\ answer[c][a] \in {"none", ans}
+
+Answered(c, a, ans) == answer' = [answer EXCEPT ![c][a] = ans]
 
 \* The store check inside Ledger.Redeem/Cancel: pending and unexpired on the store's clock.
 Redeemable(s, a) == store[s][a].status = "pending" /\ now < store[s][a].exp
 
+\* a's record in store s once redeemed at the current time: acting, lease granted.
+Acting(s, a) == [store[s][a] EXCEPT !.status = "acting", !.lease = now + Lease]
+
 (***************************************************************************)
 (* Replica r receives c's retry of a with "accept" and calls               *)
-(* Ledger.Redeem: one atomic compare-and-set pending -> redeemed in r's    *)
-(* store.  On success r now owes the effect; on any error nothing changes. *)
+(* Ledger.Redeem: one atomic compare-and-set pending -> acting in r's      *)
+(* store, with LeaseUntil = now + Lease.  On success r now owes the effect *)
+(* and the outcome; on any error nothing changes.                          *)
 (***************************************************************************)
 Redeem(c, r, a) ==
-    /\ ~CheckThenAct
+    /\ Flaw # "check-then-act"
     /\ Admitted(c, a, "accept")
     /\ Redeemable(StoreOf(r), a)
-    /\ store' = [store EXCEPT ![StoreOf(r)][a].status = "redeemed"]
-    /\ req' = [req EXCEPT ![c] = [phase |-> "redeemed", appr |-> a, rep |-> r, at |-> now]]
+    /\ store' = [store EXCEPT ![StoreOf(r)][a] = Acting(StoreOf(r), a)]
+    /\ req' = [req EXCEPT ![c] = [Idle EXCEPT !.phase = "acting", !.appr = a, !.rep = r, !.at = now]]
     /\ spent' = [spent EXCEPT ![a] = TRUE]
-    /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, lost>>
+    /\ Answered(c, a, "accept")
+    /\ UNCHANGED <<now, deployment, envelope, effects, cancelled, recorded, replies, faults>>
 
 (***************************************************************************)
-(* Negative control, first half: a store without compare-and-set.  Replica *)
-(* r reads a's record and finds it pending and unexpired ...               *)
+(* Negative control "check-then-act", first half: a store without          *)
+(* compare-and-set.  Replica r reads a's record and finds it pending and   *)
+(* unexpired ...                                                           *)
 (***************************************************************************)
 RedeemCheck(c, r, a) ==
-    /\ CheckThenAct
+    /\ Flaw = "check-then-act"
     /\ Admitted(c, a, "accept")
     /\ Redeemable(StoreOf(r), a)
-    /\ req' = [req EXCEPT ![c] = [phase |-> "checked", appr |-> a, rep |-> r, at |-> now]]
-    /\ UNCHANGED <<now, deployment, envelope, store, answer, effects, cancelled, spent, lost>>
+    /\ req' = [req EXCEPT ![c] = [Idle EXCEPT !.phase = "checked", !.appr = a, !.rep = r, !.at = now]]
+    /\ Answered(c, a, "accept")
+    /\ UNCHANGED <<now, deployment, envelope, store, effects, cancelled, spent, recorded, replies, faults>>
 
 (***************************************************************************)
-(* ... and, in a later step, writes "redeemed" without looking again.      *)
+(* ... and, in a later step, writes "acting" without looking again.        *)
 (* Anything may have happened to the record in between.                    *)
 (***************************************************************************)
 RedeemAct(c) ==
-    /\ req[c].phase = "checked"
-    /\ store' = [store EXCEPT ![StoreOf(req[c].rep)][req[c].appr].status = "redeemed"]
-    /\ req' = [req EXCEPT ![c].phase = "redeemed"]
-    /\ spent' = [spent EXCEPT ![req[c].appr] = TRUE]
-    /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, lost>>
+    LET s == StoreOf(req[c].rep)
+        a == req[c].appr
+    IN /\ req[c].phase = "checked"
+       /\ store' = [store EXCEPT ![s][a] = Acting(s, a)]
+       /\ req' = [req EXCEPT ![c].phase = "acting"]
+       /\ spent' = [spent EXCEPT ![a] = TRUE]
+       /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, recorded, replies, faults>>
 
 (***************************************************************************)
-(* The replica that redeemed a for client c performs the deletion and      *)
-(* replies.  It does not look at the clock again: the decision was made by *)
-(* the Redeem, and effects[a] records when that was.                       *)
+(* The replica that redeemed a for client c runs the action (the deletion) *)
+(* once, and learns what it reported: done, failed, or unknown.  It does   *)
+(* not look at the clock or the lease: the decision was made by the        *)
+(* Redeem, and effects[a] records when that was.  A replica slower than    *)
+(* its lease still acts; only its Complete comes too late.                 *)
 (***************************************************************************)
 DoEffect(c) ==
-    /\ req[c].phase = "redeemed"
-    /\ effects' = [effects EXCEPT ![req[c].appr] = Append(@, [client |-> c, at |-> req[c].at])]
-    /\ req' = [req EXCEPT ![c] = Idle]
-    /\ UNCHANGED <<now, deployment, envelope, store, answer, cancelled, spent, lost>>
+    LET a == req[c].appr IN
+    /\ req[c].phase = "acting"
+    /\ \E k \in Kinds :
+          /\ effects' = [effects EXCEPT ![a] = Append(@, [client |-> c, at |-> req[c].at, kind |-> k])]
+          /\ req' = [req EXCEPT ![c].phase = "acted", ![c].kind = k, ![c].exec = Len(effects[a]) + 1]
+          /\ faults' = IF k = "unknown" THEN [faults EXCEPT ![a] = @ \cup {"unknown"}] ELSE faults
+    /\ UNCHANGED <<now, deployment, envelope, store, answer, cancelled, spent, recorded, replies>>
+
+(***************************************************************************)
+(* The replica records what its execution reported and replies to c:      *)
+(* Ledger.Complete, a compare-and-set acting -> done or failed (with the   *)
+(* execution's result), or acting -> in doubt for an unknown outcome,      *)
+(* accepted only while the lease lasts.  Otherwise (the lease ended and    *)
+(* the record is in doubt) it fails and changes nothing; the person still  *)
+(* gets this call's own result.  Either way the request ends.  With the    *)
+(* "blind-complete" flaw the outcome is written whatever the record holds. *)
+(***************************************************************************)
+Complete(c) ==
+    LET a   == req[c].appr
+        s   == StoreOf(req[c].rep)
+        out == IF req[c].kind = "unknown" THEN InDoubt
+               ELSE [kind |-> req[c].kind, exec |-> req[c].exec]
+    IN /\ req[c].phase = "acted"
+       /\ req' = [req EXCEPT ![c] = Idle]
+       /\ IF \/ store[s][a].status = "acting" /\ now < store[s][a].lease
+             \/ Flaw = "blind-complete"
+          THEN /\ store' = [store EXCEPT ![s][a].status = out.kind, ![s][a].exec = out.exec]
+               /\ recorded' = IF recorded[a] = NoOutcome THEN [recorded EXCEPT ![a] = out] ELSE recorded
+          ELSE UNCHANGED <<store, recorded>>
+       /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, spent, replies, faults>>
+
+(***************************************************************************)
+(* Replica r receives c's retry of a with "accept", and its Redeem finds   *)
+(* an outcome: the retry is answered from the record -- the result of the  *)
+(* one execution, or "in doubt" -- and nothing runs.  replies[a] records   *)
+(* the answer.  (A retry that finds a acting gets "in progress"; one that  *)
+(* finds it pending redeems it: those are Redeem and a stuttering step.)   *)
+(* With the "replay-reruns" flaw a retry of a done or failed approval is   *)
+(* answered by running the action again.                                   *)
+(***************************************************************************)
+Replay(c, r, a) ==
+    LET rec == store[StoreOf(r)][a] IN
+    /\ Admitted(c, a, "accept")
+    /\ rec.status \in Final
+    /\ IF Flaw = "replay-reruns" /\ rec.status \in {"done", "failed"}
+       THEN \E k \in Kinds :
+               /\ effects' = [effects EXCEPT ![a] = Append(@, [client |-> c, at |-> now, kind |-> k])]
+               /\ replies' = [replies EXCEPT ![a] = @ \cup
+                                {IF k = "unknown" THEN InDoubt
+                                 ELSE [kind |-> k, exec |-> Len(effects[a]) + 1]}]
+       ELSE /\ replies' = [replies EXCEPT ![a] = @ \cup {OutcomeOf(rec)}]
+            /\ UNCHANGED effects
+    /\ Answered(c, a, "accept")
+    /\ UNCHANGED <<now, deployment, envelope, store, req, cancelled, spent, recorded, faults>>
 
 (***************************************************************************)
 (* Replica r receives c's retry of a with "decline" and calls              *)
@@ -249,24 +369,27 @@ Cancel(c, r, a) ==
     /\ Redeemable(StoreOf(r), a)
     /\ store' = [store EXCEPT ![StoreOf(r)][a].status = "cancelled"]
     /\ cancelled' = [cancelled EXCEPT ![a] = TRUE]
-    /\ UNCHANGED <<now, deployment, envelope, answer, req, effects, spent, lost>>
+    /\ Answered(c, a, "decline")
+    /\ UNCHANGED <<now, deployment, envelope, req, effects, spent, recorded, replies, faults>>
 
 (***************************************************************************)
-(* Store s forgets a once expiry + Grace has passed: pending records and   *)
-(* the redeemed/cancelled tombstones alike.  A replay after this gets      *)
-(* ErrUnknown from the store -- but its sealed state, with the same        *)
-(* expiry, is refused by the boundary first.                               *)
+(* Store s forgets a once max(expiry, lease) + Grace has passed: pending   *)
+(* records, outcomes and cancelled tombstones alike.  A replay after this  *)
+(* gets ErrUnknown from the store -- but its sealed state, with the same   *)
+(* expiry, is refused by the boundary first, so every retry the boundary   *)
+(* admits is answered from the record.                                     *)
 (***************************************************************************)
 Forget(s, a) ==
     /\ store[s][a].status # "absent"
-    /\ now >= store[s][a].exp + Grace
+    /\ now >= Max(store[s][a].exp, store[s][a].lease) + Grace
     /\ store' = [store EXCEPT ![s][a] = Absent]
-    /\ UNCHANGED <<now, deployment, envelope, answer, req, effects, cancelled, spent, lost>>
+    /\ UNCHANGED <<now, deployment, envelope, answer, req, effects, cancelled, spent, recorded, replies, faults>>
 
 (***************************************************************************)
 (* Replica r crashes and restarts.  Every request it was handling is       *)
 (* dropped (its clients see a broken connection and may retry); an effect  *)
-(* it owed after a successful Redeem is lost for good.  In the "memory"    *)
+(* or an outcome it owed after a successful Redeem is never reported, and  *)
+(* the record stays acting until its lease ends.  In the "memory"          *)
 (* deployment its store comes back empty; a shared store is untouched.     *)
 (***************************************************************************)
 Restart(r) ==
@@ -274,44 +397,64 @@ Restart(r) ==
                    THEN [store EXCEPT ![r] = [a \in Approvals |-> Absent]]
                    ELSE store
     /\ req' = [c \in Clients |-> IF req[c].rep = r THEN Idle ELSE req[c]]
-    /\ lost' = [a \in Approvals |->
-                  lost[a] \/ \E c \in Clients : /\ req[c].rep = r
-                                                /\ req[c].phase = "redeemed"
-                                                /\ req[c].appr = a]
-    /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, spent>>
+    /\ faults' = [a \in Approvals |->
+                    IF \E c \in Clients : /\ req[c].rep = r
+                                          /\ req[c].phase \in {"acting", "acted"}
+                                          /\ req[c].appr = a
+                    THEN faults[a] \cup {"crash"} ELSE faults[a]]
+    /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, spent, recorded, replies>>
+
+(***************************************************************************)
+(* The clock moves on to t.  Every record still acting whose lease has     *)
+(* ended by t is in doubt from now on (the stores' lazy "in doubt",        *)
+(* decided here once), and that is its recorded outcome.  If the replica   *)
+(* that redeemed it is still working on it, it overran its lease.          *)
+(***************************************************************************)
+PassTime(t) ==
+    LET Lapsed(s, a) == store[s][a].status = "acting" /\ store[s][a].lease <= t
+        Overran(a) == \E c \in Clients : req[c].appr = a /\ req[c].phase \in {"acting", "acted"}
+    IN /\ now' = t
+       /\ store' = [s \in Stores |-> [a \in Approvals |->
+                      IF Lapsed(s, a) THEN [store[s][a] EXCEPT !.status = "doubt"] ELSE store[s][a]]]
+       /\ recorded' = [a \in Approvals |->
+                         IF recorded[a] = NoOutcome /\ \E s \in Stores : Lapsed(s, a)
+                         THEN InDoubt ELSE recorded[a]]
+       /\ faults' = [a \in Approvals |->
+                       IF (\E s \in Stores : Lapsed(s, a)) /\ Overran(a)
+                       THEN faults[a] \cup {"lease"} ELSE faults[a]]
 
 (* Time passes. *)
 Tick ==
-    /\ now' = now + 1
-    /\ UNCHANGED <<deployment, envelope, store, answer, req, effects, cancelled, spent, lost>>
+    /\ PassTime(now + 1)
+    /\ UNCHANGED <<deployment, envelope, answer, req, effects, cancelled, spent, replies>>
 
 Next ==
     \/ \E r \in Replicas, a \in Approvals : Issue(r, a)
-    \/ \E c \in Clients, a \in Approvals : Confirm(c, a) \/ Decline(c, a)
     \/ \E c \in Clients, r \in Replicas, a \in Approvals :
-          Redeem(c, r, a) \/ RedeemCheck(c, r, a) \/ Cancel(c, r, a)
-    \/ \E c \in Clients : RedeemAct(c) \/ DoEffect(c)
+          Redeem(c, r, a) \/ RedeemCheck(c, r, a) \/ Replay(c, r, a) \/ Cancel(c, r, a)
+    \/ \E c \in Clients : RedeemAct(c) \/ DoEffect(c) \/ Complete(c)
     \/ \E s \in Stores, a \in Approvals : Forget(s, a)
     \/ \E r \in Replicas : Restart(r)
     \/ Tick
 
-\* A replica that holds a redeemed request and stays up eventually acts on it.
-Fairness == \A c \in Clients : WF_vars(DoEffect(c))
+\* A replica that holds a redeemed request and stays up eventually acts on
+\* it and records the outcome.
+Fairness == \A c \in Clients : WF_vars(DoEffect(c)) /\ WF_vars(Complete(c))
 
 Spec == Init /\ [][Next]_vars /\ Fairness
 
 -----------------------------------------------------------------------------
 (* Safety. *)
 
-\* No approval's effect happens twice.
+\* No approval's action runs twice.
 AtMostOnce == \A a \in Approvals : Len(effects[a]) <= 1
 
-\* Every effect of a was done on the retry of a client in which the human accepted a itself.
+\* Every execution of a was on the retry of a client in which the human accepted a itself.
 NoEffectWithoutConfirmation ==
     \A a \in Approvals : \A i \in 1..Len(effects[a]) :
         answer[effects[a][i].client][a] = "accept"
 
-\* Every effect was authorized by a Redeem strictly before the approval's expiry.
+\* Every execution was authorized by a Redeem strictly before the approval's expiry.
 \* (The deletion itself may run later if the replica is slow: it is not re-timed.)
 NoEffectAfterExpiry ==
     \A a \in Approvals : \A i \in 1..Len(effects[a]) :
@@ -325,12 +468,42 @@ NoEffectAfterDecline == \A a \in Approvals : cancelled[a] => effects[a] = <<>>
 \* again, so no later Redeem can succeed.  Forgetting it is fine: ErrUnknown refuses.
 SpentStaysSpent ==
     \A a \in Approvals : spent[a] =>
-        \A s \in Stores : store[s][a].status \in {"redeemed", "absent"}
+        \A s \in Stores : store[s][a].status \in Redeemed \cup {"absent"}
 
-\* The same, step by step: a redeemed record only ever stays redeemed or is forgotten.
+\* Every answer to a retry of a done (failed, in doubt) approval is the one
+\* recorded outcome: the first outcome any store recorded for it.  So every
+\* retry of one approval gets the same answer, and never a second execution's.
+ReplayEqualsRecord == \A a \in Approvals : \A o \in replies[a] : o = recorded[a]
+
+\* What any store or answer says about a.
+Outcomes(a) == {recorded[a]} \cup replies[a] \cup {OutcomeOf(store[s][a]) : s \in Stores}
+
+\* An outcome that says done or failed names an execution that happened and
+\* reported exactly that.
+NoOutcomeWithoutEffect ==
+    \A a \in Approvals : \A o \in Outcomes(a) : o.kind \in {"done", "failed"} =>
+        /\ o.exec \in 1..Len(effects[a])
+        /\ effects[a][o.exec].kind = o.kind
+
+\* An action that ran and did not report failure (done, or unknown: it may
+\* have happened) is never reported as not done: no record or answer says it
+\* failed, and no store holds its approval as pending or cancelled.
+NoEffectReportedNotDone ==
+    \A a \in Approvals : (\E i \in 1..Len(effects[a]) : effects[a][i].kind # "failed") =>
+        /\ \A o \in Outcomes(a) : o.kind # "failed"
+        /\ \A s \in Stores : store[s][a].status \notin {"pending", "cancelled"}
+
+\* Nothing is ever said to be in doubt unless the replica that redeemed it
+\* crashed before Complete, overran its lease, or reported an unknown outcome.
+DoubtOnlyAfterCrashOrLease ==
+    \A a \in Approvals : (\E o \in Outcomes(a) : o.kind = "doubt") => faults[a] # {}
+
+\* Redeemed records only move forward -- acting to done, failed or in doubt --
+\* and an outcome, once recorded, never changes; any record may be forgotten.
 SpentIsFinal ==
     [][\A s \in Stores, a \in Approvals :
-         store[s][a].status = "redeemed" => store'[s][a].status \in {"redeemed", "absent"}]_vars
+         /\ store[s][a].status = "acting" => store'[s][a].status \in Redeemed \cup {"absent"}
+         /\ store[s][a].status \in Final => store'[s][a] \in {store[s][a], Absent}]_vars
 
 Safe ==
     /\ TypeOK
@@ -339,14 +512,23 @@ Safe ==
     /\ NoEffectAfterExpiry
     /\ NoEffectAfterDecline
     /\ SpentStaysSpent
+    /\ ReplayEqualsRecord
+    /\ NoOutcomeWithoutEffect
+    /\ NoEffectReportedNotDone
+    /\ DoubtOnlyAfterCrashOrLease
 
 (* Liveness. *)
 
-\* A successful Redeem is eventually followed by its effect, unless the replica
-\* that redeemed crashed first: at most once, and exactly once barring crashes.
+\* A successful Redeem is eventually followed by its execution, unless the
+\* replica that redeemed crashed first.
 RedeemLeadsToEffect ==
-    \A a \in Approvals : spent[a] ~> (effects[a] # <<>> \/ lost[a])
+    \A a \in Approvals : spent[a] ~> (effects[a] # <<>> \/ "crash" \in faults[a])
+
+\* Without a crash, a lease overrun or an unknown outcome, every redeemed
+\* approval ends done or failed.
+RedeemEndsDoneOrFailed ==
+    \A a \in Approvals : spent[a] ~> (recorded[a].kind \in {"done", "failed"} \/ faults[a] # {})
 
 THEOREM Spec => []Safe
-THEOREM Spec => SpentIsFinal /\ RedeemLeadsToEffect
+THEOREM Spec => SpentIsFinal /\ RedeemLeadsToEffect /\ RedeemEndsDoneOrFailed
 =============================================================================

@@ -1,10 +1,10 @@
 ------------------------------ MODULE MCLedger ------------------------------
 (***************************************************************************)
 (* TLC-only definitions for checking Ledger: a bound on the clock, the     *)
-(* symmetry of the model-value sets, and the two definitions the controls  *)
-(* use.  Every Ledger*.cfg beside this file instantiates this module; the  *)
-(* line "TLC-EXPECT: <exit code> <line>" in each one says what TLC must    *)
-(* report for it (see tlc.sh).                                             *)
+(* symmetry of the model-value sets, and the definitions the controls use. *)
+(* Every Ledger*.cfg beside this file instantiates this module; the line   *)
+(* "TLC-EXPECT: <exit code> <line>" in each one says what TLC must report  *)
+(* for it (see tlc.sh).                                                    *)
 (***************************************************************************)
 EXTENDS Ledger, TLC
 
@@ -17,11 +17,18 @@ ClockBound == now <= MaxTime
 \* distinguished model values and stay fixed.)  Sound for safety only.
 Symmetry == Permutations(Replicas) \cup Permutations(Clients) \cup Permutations(Approvals)
 
-\* Control for "at most once, not exactly once": claims that no effect is ever
-\* lost.  TLC must refute it with a crash between Redeem and DoEffect.
-EffectNeverLost == \A a \in Approvals : ~lost[a]
+\* Control for "at most once, not exactly once": claims that a crash never
+\* leaves a retry in doubt.  TLC must refute it with a replica crashing
+\* after Redeem and a retry told "in doubt" -- while every safety invariant,
+\* AtMostOnce included, still holds: a crash costs the answer, never a
+\* second effect.
+NoRetryInDoubtAfterCrash ==
+    \A a \in Approvals : "crash" \in faults[a] => InDoubt \notin replies[a]
 
-\* Control for the liveness check: without fairness a replica may hold a
-\* redeemed request forever, so RedeemLeadsToEffect must fail.
+\* Controls for the liveness checks: without fairness a replica may hold a
+\* redeemed request forever, so RedeemLeadsToEffect must fail; with DoEffect
+\* fair but not Complete, it may act and never record the outcome, so
+\* RedeemEndsDoneOrFailed must fail.
 UnfairSpec == Init /\ [][Next]_vars
+UnfairCompleteSpec == Init /\ [][Next]_vars /\ \A c \in Clients : WF_vars(DoEffect(c))
 =============================================================================

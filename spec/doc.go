@@ -1,6 +1,7 @@
 // Package spec holds the TLA+ specification of the confirmation ledger
-// (Ledger.tla, checked through MCLedger.tla and the Ledger*.cfg
-// configurations) and the record of TLC's last run on it (tlc/).
+// (Ledger.tla: at most one effect per approval, and every retry answered
+// with the one recorded outcome; checked through MCLedger.tla and the
+// Ledger*.cfg configurations) and the record of TLC's last run on it (tlc/).
 //
 // It has no Go API. Its tests guarantee that the committed TLC results
 // describe the committed specification: every configuration's recorded
@@ -12,5 +13,5 @@
 //
 // What the tests do not guarantee: that the Go ledger (impl/ledger)
 // implements this specification. That is the job of the ledger's own tests
-// and, later, of trace validation against this module.
+// and of trace validation against this module (spec/trace).
 package spec

@@ -196,39 +196,45 @@ func checkOutcome(out []byte, c config) error {
 	return nil
 }
 
-// TestConfigsDeclareOutcome checks that the success configuration and the
-// negative control exist and declare what the project relies on.
+// TestConfigsDeclareOutcome checks that the success configurations and the
+// negative controls exist and declare what the project relies on: each
+// broken design (Flaw) is refuted by the invariant that guards against it.
 func TestConfigsDeclareOutcome(t *testing.T) {
 	cs, err := configs(os.DirFS("."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]config{
-		"Ledger":     {wantExit: 0, wantLine: "Model checking completed. No error has been found."},
-		"LedgerLive": {wantExit: 0, wantLine: "Model checking completed. No error has been found."},
-		"LedgerRace": {wantExit: 12, wantLine: "Error: Invariant AtMostOnce is violated."},
+	const pass = "Model checking completed. No error has been found."
+	want := map[string]struct {
+		config
+		flaw string // the Flaw constant the configuration sets
+	}{
+		"Ledger":      {config{wantExit: 0, wantLine: pass}, "none"},
+		"LedgerLive":  {config{wantExit: 0, wantLine: pass}, "none"},
+		"LedgerRace":  {config{wantExit: 12, wantLine: "Error: Invariant AtMostOnce is violated."}, "check-then-act"},
+		"LedgerRerun": {config{wantExit: 12, wantLine: "Error: Invariant ReplayEqualsRecord is violated."}, "replay-reruns"},
+		"LedgerBlind": {config{wantExit: 12, wantLine: "Error: Invariant ReplayEqualsRecord is violated."}, "blind-complete"},
 	}
 	for _, c := range cs {
 		t.Logf("%s.cfg: exit %d, %q", c.name, c.wantExit, c.wantLine)
-		if w, ok := want[c.name]; ok {
-			if c.wantExit != w.wantExit || c.wantLine != w.wantLine {
-				t.Errorf("%s.cfg declares exit %d %q, want exit %d %q", c.name, c.wantExit, c.wantLine, w.wantExit, w.wantLine)
-			}
-			delete(want, c.name)
+		w, ok := want[c.name]
+		if !ok {
+			continue
 		}
-	}
-	for n := range want {
-		t.Errorf("%s.cfg is missing", n)
-	}
-	// The control differs from the checked model in the redeem alone.
-	for name, flag := range map[string]string{"Ledger.cfg": "FALSE", "LedgerRace.cfg": "TRUE"} {
-		b, err := os.ReadFile(name)
+		if c.wantExit != w.wantExit || c.wantLine != w.wantLine {
+			t.Errorf("%s.cfg declares exit %d %q, want exit %d %q", c.name, c.wantExit, c.wantLine, w.wantExit, w.wantLine)
+		}
+		b, err := os.ReadFile(c.name + ".cfg")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !regexp.MustCompile(`(?m)^\s*CheckThenAct = ` + flag + `\s*$`).Match(b) {
-			t.Errorf("%s: want CheckThenAct = %s", name, flag)
+		if !regexp.MustCompile(`(?m)^\s*Flaw = "` + regexp.QuoteMeta(w.flaw) + `"\s*$`).Match(b) {
+			t.Errorf("%s.cfg: want Flaw = %q", c.name, w.flaw)
 		}
+		delete(want, c.name)
+	}
+	for n := range want {
+		t.Errorf("%s.cfg is missing", n)
 	}
 }
 

@@ -28,6 +28,9 @@ const (
 	tick  = time.Second
 	ttl   = 3 * tick
 	grace = 2 * tick
+	// lease is the spec's Lease; the ledger under test has none yet, so it
+	// is one tick, which never keeps a record past its expiry plus grace.
+	lease = 1 * tick
 )
 
 var replicas = []string{"r1", "r2"}
@@ -208,18 +211,19 @@ func module(evs []event, start time.Time, deployment string) (tla, cfg string, e
     Trace <- TraceLog
     Approvals <- TraceApprovals
     Replicas <- TraceReplicas
-    Clients = {c1}
+    Clients <- TraceApprovals
     Shared = Shared
     None = None
     Deployments = {%q}
     TTL = %d
+    Lease = %d
     Grace = %d
-    CheckThenAct = FALSE
+    Flaw = "none"
 INIT TraceInit
 NEXT TraceNext
 INVARIANT TraceIncomplete
 ALIAS TraceAlias
-`, deployment, ttl/tick, grace/tick)
+`, deployment, ttl/tick, lease/tick, grace/tick)
 	return b.String(), cfg, nil
 }
 
