@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/beneath"
+	"github.com/mcp-confirm/mcp-confirm/impl/beneath/beneathtest"
 )
 
 // FuzzBeneath asserts that package beneath never resolves outside its root
@@ -24,7 +25,7 @@ import (
 // openat2 and the openat walk give the same answer.
 func FuzzBeneath(f *testing.F) {
 	base := f.TempDir()
-	makeTree(f, base, beneathTree(base))
+	beneathtest.Tree(f, base, beneathTree(base))
 	root := filepath.Join(base, "root")
 	kernel, err := beneath.Open(root, beneath.Options{})
 	if err != nil {
@@ -175,7 +176,7 @@ func beneathCheck(realRoot, rel string, kernel, walk func(string) resolved) erro
 // resolvers that disagree.
 func TestBeneathFuzzOracle(t *testing.T) {
 	base := t.TempDir()
-	makeTree(t, base, beneathTree(base))
+	beneathtest.Tree(t, base, beneathTree(base))
 	root := filepath.Join(base, "root")
 	r, err := beneath.Open(root, beneath.Options{})
 	if err != nil {
@@ -214,28 +215,6 @@ func TestBeneathFuzzOracle(t *testing.T) {
 	for _, seed := range beneathSeeds {
 		if err := beneathCheck(r.Names()[0], seed, good, good); err != nil {
 			t.Errorf("seed %q: %v", seed, err)
-		}
-	}
-}
-
-func makeTree(t testing.TB, base string, tree map[string]string) {
-	t.Helper()
-	for p, kind := range tree {
-		full := filepath.Join(base, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		switch {
-		case kind == "file":
-			err = os.WriteFile(full, []byte("x"), 0o644)
-		case kind == "dir":
-			err = os.MkdirAll(full, 0o755)
-		default:
-			err = os.Symlink(strings.TrimPrefix(kind, "link:"), full)
-		}
-		if err != nil {
-			t.Fatal(err)
 		}
 	}
 }

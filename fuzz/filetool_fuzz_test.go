@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/beneath/beneathtest"
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/filetool"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
@@ -35,26 +36,7 @@ func FuzzLocate(f *testing.F) {
 		"outside/c.txt":      "file",
 		"root-sibling/d.txt": "file",
 	}
-	for p, kind := range tree {
-		full := filepath.Join(base, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			f.Fatal(err)
-		}
-		switch {
-		case kind == "file":
-			if err := os.WriteFile(full, []byte("x"), 0o644); err != nil {
-				f.Fatal(err)
-			}
-		case kind == "dir":
-			if err := os.Mkdir(full, 0o755); err != nil {
-				f.Fatal(err)
-			}
-		default:
-			if err := os.Symlink(strings.TrimPrefix(kind, "link:"), full); err != nil {
-				f.Fatal(err)
-			}
-		}
-	}
+	beneathtest.Tree(f, base, tree)
 	l, err := ledger.New(ledger.NewMemory(ledger.MemoryOptions{}), ledger.Options{})
 	if err != nil {
 		f.Fatal(err)

@@ -13,32 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/beneath/beneathtest"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 )
-
-// tree builds a directory tree under base from a map of path to "file",
-// "dir" or "link:TARGET".
-func tree(t testing.TB, base string, entries map[string]string) {
-	t.Helper()
-	for p, kind := range entries {
-		full := filepath.Join(base, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		switch {
-		case kind == "file":
-			err = os.WriteFile(full, []byte("x"), 0o644)
-		case kind == "dir":
-			err = os.MkdirAll(full, 0o755)
-		default:
-			err = os.Symlink(strings.TrimPrefix(kind, "link:"), full)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // resolvers runs f once with openat2 and once with the walk.
 func resolvers(t *testing.T, f func(t *testing.T, opts Options)) {
@@ -67,7 +44,7 @@ func openRoot(t *testing.T, dir string, opts Options) *Root {
 // with the reason and the component at fault.
 func TestOpenParent(t *testing.T) {
 	base := t.TempDir()
-	tree(t, base, map[string]string{
+	beneathtest.Tree(t, base, map[string]string{
 		"root/a.txt":            "file",
 		"root/sub/b.txt":        "file",
 		"root/sub/deep/c.txt":   "file",
@@ -197,7 +174,7 @@ func TestDecidedOnce(t *testing.T) {
 func TestUnlinkThroughHandle(t *testing.T) {
 	resolvers(t, func(t *testing.T, opts Options) {
 		base := t.TempDir()
-		tree(t, base, map[string]string{
+		beneathtest.Tree(t, base, map[string]string{
 			"root/d/f.txt":       "file",
 			"root/d/subdir":      "dir",
 			"root/bob/f.txt":     "file",
@@ -259,7 +236,7 @@ func TestUnlinkThroughHandle(t *testing.T) {
 // restored. Roots given twice are one root; Find picks the longest name.
 func TestRootNames(t *testing.T) {
 	base := t.TempDir()
-	tree(t, base, map[string]string{
+	beneathtest.Tree(t, base, map[string]string{
 		"srv/data/x.txt":      "file",
 		"srv/data-evil/y.txt": "file",
 		"link":                "link:srv/data",
@@ -367,7 +344,7 @@ func TestMountPoint(t *testing.T) {
 		t.Skip("making a bind mount needs root (CI runs as root)")
 	}
 	base := t.TempDir()
-	tree(t, base, map[string]string{
+	beneathtest.Tree(t, base, map[string]string{
 		"root/mnt":           "dir",
 		"root/plain/f.txt":   "file",
 		"outside/secret.txt": "file",
@@ -448,7 +425,7 @@ func TestCheckLengthBounded(t *testing.T) {
 // gone) by then, never "not a directory".
 func TestWhyNot(t *testing.T) {
 	base := t.TempDir()
-	tree(t, base, map[string]string{"dir": "dir", "link": "link:dir", "file": "file"})
+	beneathtest.Tree(t, base, map[string]string{"dir": "dir", "link": "link:dir", "file": "file"})
 	fd, err := unix.Open(base, dirFlags, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -158,12 +159,13 @@ func TestRemainingWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := inodes(t, root)
-			dirs := map[uint64]bool{}
-			for rel, ino := range before {
+			before := beneathtest.Inodes(t, root)
+			dirs, allowed := map[uint64]bool{}, map[uint64]bool{}
+			for ino, rel := range before {
 				if fi, err := os.Lstat(filepath.Join(root, rel)); err == nil && fi.IsDir() {
 					dirs[ino] = true
 				}
+				allowed[ino] = slices.Contains(c.removable, rel)
 			}
 			at := func(rel string) string { return filepath.Join(root, rel) }
 			tool.beforeUnlink = func() {
@@ -188,14 +190,10 @@ func TestRemainingWindow(t *testing.T) {
 			case c.want == refused && !strings.Contains(r.Reason, "Nothing was deleted"):
 				t.Fatalf("refusal %q", r.Reason)
 			}
-			after := inodes(t, root)
-			allowed := map[uint64]bool{}
-			for _, rel := range c.removable {
-				allowed[before[rel]] = true
-			}
+			after := beneathtest.Inodes(t, root)
 			var violations []string
-			for rel, ino := range before {
-				if contains(after, ino) || allowed[ino] {
+			for ino, rel := range before {
+				if _, ok := after[ino]; ok || allowed[ino] {
 					continue
 				}
 				// Not root: the attacker is the owner of every file, and
@@ -223,38 +221,6 @@ type attempt struct {
 	op   string
 	args []string
 	want error // when unprivileged; nil: must succeed
-}
-
-// inodes maps every entry under root (by path relative to root) to its
-// inode.
-func inodes(t *testing.T, root string) map[string]uint64 {
-	t.Helper()
-	m := map[string]uint64{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		m[rel] = fi.Sys().(*syscall.Stat_t).Ino
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-func contains(m map[string]uint64, ino uint64) bool {
-	for _, v := range m {
-		if v == ino {
-			return true
-		}
-	}
-	return false
 }
 
 func testFlow(t *testing.T) *confirm.Flow {

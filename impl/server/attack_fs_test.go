@@ -46,32 +46,11 @@ func eachResolver(t *testing.T, f func(t *testing.T, walk bool)) {
 	t.Run("walk", func(t *testing.T) { f(t, true) })
 }
 
-// inodeSet is every inode under dir, with one path for each.
-func inodeSet(t *testing.T, dir string) map[uint64]string {
-	t.Helper()
-	m := map[uint64]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		m[fi.Sys().(*syscall.Stat_t).Ino] = p
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // wantNoneGone asserts that every inode of before is still under dir,
 // except those approved for deletion.
 func wantNoneGone(t *testing.T, dir string, before map[uint64]string, approved map[uint64]bool) {
 	t.Helper()
-	after := inodeSet(t, dir)
+	after := beneathtest.Inodes(t, dir)
 	for ino, p := range before {
 		if _, ok := after[ino]; !ok && !approved[ino] {
 			t.Errorf("%s (inode %d) disappeared, and it was never approved", p, ino)
@@ -129,7 +108,7 @@ func TestAttackSymlinkDirectoryOnPath(t *testing.T) {
 		"alice/dot/junk/thesis.txt":         "alice/dot",
 		"alice/dot/dot/dot/junk/thesis.txt": "alice/dot",
 	}
-	before := inodeSet(t, base)
+	before := beneathtest.Inodes(t, base)
 	eachResolver(t, func(t *testing.T, walk bool) {
 		e := newEnv(t, envOptions{roots: []string{root}, walk: walk})
 		eachEraAndTransport(t, func(t *testing.T, era, transport string) {
@@ -254,7 +233,7 @@ func newSwapTree(t *testing.T, att *beneathtest.Attacker, above, below int) *swa
 			}
 		}
 	}
-	st.beforeExchanging = inodeSet(t, st.root)
+	st.beforeExchanging = beneathtest.Inodes(t, st.root)
 	return st
 }
 
@@ -436,7 +415,7 @@ func TestAttackDirectoryReplacedAfterApproval(t *testing.T) {
 				t.Error(err)
 			}
 		}
-		before := inodeSet(t, e.root)
+		before := beneathtest.Inodes(t, e.root)
 		res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
 		wantToolRefusal(t, res, err, "replaced or modified after it was approved")
 		wantExists(t, f, filepath.Join(d+"-old", "a.txt"))
@@ -490,7 +469,7 @@ func TestAttackRootReplaced(t *testing.T) {
 			}
 			write(filepath.Join(data, "a.txt"))
 		})
-		before := inodeSet(t, base)
+		before := beneathtest.Inodes(t, base)
 		res, err := call(cs, filepath.Join(data, "a.txt"))
 		wantToolRefusal(t, res, err, "no longer names the directory")
 		wantToolRefusal(t, res, err, "Nothing was deleted")
@@ -520,9 +499,9 @@ func TestAttackRootReplaced(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		before = inodeSet(t, base)
+		before = beneathtest.Inodes(t, base)
 		for ino, p := range before {
-			if p == link {
+			if filepath.Join(base, p) == link {
 				delete(before, ino) // the attacker replaces the link itself
 			}
 		}
@@ -561,7 +540,7 @@ func TestAttackOverlongPath(t *testing.T) {
 			"name over NAME_MAX":  e.root + "/" + strings.Repeat("n", beneath.MaxName+1),
 			"name over, relative": strings.Repeat("é", 128),
 		}
-		before := inodeSet(t, e.root)
+		before := beneathtest.Inodes(t, e.root)
 		for name, p := range paths {
 			ans := accept()
 			res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), p)

@@ -262,3 +262,54 @@ func Dir(t testing.TB) string {
 	}
 	return d
 }
+
+// Tree builds a directory tree under base: each key is a path under base,
+// each value "file" (a one-byte file), "dir" or "link:TARGET" (a symbolic
+// link). Missing parents are made.
+func Tree(t testing.TB, base string, entries map[string]string) {
+	t.Helper()
+	for p, kind := range entries {
+		full := filepath.Join(base, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		switch {
+		case kind == "file":
+			err = os.WriteFile(full, []byte("x"), 0o644)
+		case kind == "dir":
+			err = os.MkdirAll(full, 0o755)
+		case strings.HasPrefix(kind, "link:"):
+			err = os.Symlink(strings.TrimPrefix(kind, "link:"), full)
+		default:
+			err = fmt.Errorf("beneathtest: unknown kind %q", kind)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Inodes maps every inode under dir (dir included, symbolic links not
+// followed) to a path of it relative to dir, so a test can tell what
+// disappeared whatever was renamed.
+func Inodes(t testing.TB, dir string) map[uint64]string {
+	t.Helper()
+	m := map[uint64]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		m[fi.Sys().(*syscall.Stat_t).Ino] = rel
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
