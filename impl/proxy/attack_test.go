@@ -348,4 +348,10 @@ func TestProxyLostReplyOutcomeUnknown(t *testing.T) {
 	if !strings.Contains(e.log.String(), "outcome unknown") {
 		t.Fatalf("the proxy's log does not record the unknown outcome:\n%s", e.log.String())
 	}
+	// The proxy connects again for the next call, which is asked afresh.
+	e.up.loseWriteReply.Store(false)
+	state, _ = askWrite(t, cs, "/tmp/b.txt", "y")
+	res, err = retryWrite(cs, "/tmp/b.txt", "y", state, yes())
+	wantResult(t, res, err, "wrote /tmp/b.txt")
+	e.up.wantCalls(t, "write", 2)
 }

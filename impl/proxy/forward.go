@@ -60,7 +60,11 @@ func (p *Proxy) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		default:
 			return next(ctx, method, req)
 		}
-		c := p.conn(ss)
+		c, err := p.liveConn(ctx, ss)
+		if err != nil {
+			p.log.Error("proxy: cannot connect to the upstream", "err", err)
+			return nil, upstreamError(err)
+		}
 		defer c.track(ctx)()
 		res, err := p.forward(ctx, c, ss, method, req)
 		if err != nil {

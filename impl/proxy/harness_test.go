@@ -76,7 +76,12 @@ type readArgs struct {
 func newUpstream(t *testing.T, era string) *upstream {
 	t.Helper()
 	u := &upstream{t: t, era: era, calls: map[string][]map[string]any{}}
-	opts := &mcp.ServerOptions{Instructions: "upstream instructions"}
+	opts := &mcp.ServerOptions{
+		Instructions: "upstream instructions",
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{req.Params.Argument.Value + "-completed"}}}, nil
+		},
+	}
 	if era == eraLegacy {
 		opts.SupportedProtocolVersions = []string{eraLegacy, "2025-06-18", "2025-03-26", "2024-11-05"}
 	}

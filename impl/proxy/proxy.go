@@ -75,9 +75,11 @@ type Proxy struct {
 	shared   *conn
 	upstream *mcp.InitializeResult // what the upstream said at start-up
 
-	mu       sync.Mutex
+	redial   sync.Mutex // one reconnection at a time
+	mu       sync.Mutex // guards shared, sessions and progress
 	sessions map[*mcp.ServerSession]*conn
 	progress map[string]progressRoute
+	closing  bool // Close was called: connect no more
 	nextTok  atomic.Uint64
 }
 
@@ -173,6 +175,7 @@ func (p *Proxy) Handler() http.Handler {
 // Close disconnects from the upstream (every connection).
 func (p *Proxy) Close() error {
 	p.mu.Lock()
+	p.closing = true
 	conns := []*conn{p.shared}
 	for _, c := range p.sessions {
 		conns = append(conns, c)
@@ -248,7 +251,7 @@ func (p *Proxy) poke(kind string) {
 // serves, with the capabilities that client declared; nil for the shared
 // connection.
 func (p *Proxy) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.ClientCapabilities) (*conn, error) {
-	c := &conn{down: down, subs: map[string]int{}}
+	c := &conn{down: down, caps: caps, subs: map[string]int{}, closed: make(chan struct{})}
 	copts := &mcp.ClientOptions{
 		Logger: p.log,
 		// input_required results go back to the downstream client as they
@@ -326,16 +329,56 @@ func (p *Proxy) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
 	}
 	c.cs = cs
+	go func() {
+		cs.Wait()
+		close(c.closed)
+	}()
 	return c, nil
 }
 
 // conn returns the upstream connection that serves ss: its own if it is an
 // older-era session, else the shared one.
 func (p *Proxy) conn(ss *mcp.ServerSession) *conn {
-	if c := p.dedicated(ss); c != nil {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.sessions[ss]; c != nil {
 		return c
 	}
 	return p.shared
+}
+
+// liveConn is conn, connecting again if the upstream ended that connection
+// (a crashed upstream process is started again). Calls in flight on the old
+// connection are not retried: their outcome is the old connection's.
+func (p *Proxy) liveConn(ctx context.Context, ss *mcp.ServerSession) (*conn, error) {
+	c := p.conn(ss)
+	if !c.dead() {
+		return c, nil
+	}
+	p.redial.Lock()
+	defer p.redial.Unlock()
+	if c = p.conn(ss); !c.dead() {
+		return c, nil // another call connected again first
+	}
+	p.mu.Lock()
+	closing := p.closing
+	p.mu.Unlock()
+	if closing {
+		return nil, fmt.Errorf("%w: the proxy is closing", ErrUpstream)
+	}
+	p.log.Warn("proxy: the upstream connection ended; connecting again")
+	nc, err := p.dial(context.WithoutCancel(ctx), c.down, c.caps)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if c.down == nil {
+		p.shared = nc
+	} else {
+		p.sessions[c.down] = nc
+	}
+	p.mu.Unlock()
+	return nc, nil
 }
 
 func (p *Proxy) dedicated(ss *mcp.ServerSession) *conn {
@@ -387,11 +430,20 @@ func (p *Proxy) withProgress(ctx context.Context, ss *mcp.ServerSession, m mcp.M
 	p.mu.Unlock()
 	m["progressToken"] = ours
 	return m, func() {
-		p.mu.Lock()
-		delete(p.progress, ours)
-		p.mu.Unlock()
+		// go-sdk hands a reply to its caller before it has run the
+		// handlers of notifications read ahead of it: keep routing the
+		// call's progress a little longer, so none is dropped.
+		time.AfterFunc(progressGrace, func() {
+			p.mu.Lock()
+			delete(p.progress, ours)
+			p.mu.Unlock()
+		})
 	}
 }
+
+// progressGrace is how long after a forwarded call returns the proxy still
+// relays its progress notifications.
+const progressGrace = time.Second
 
 func (p *Proxy) relayProgress(params *mcp.ProgressNotificationParams) {
 	key, _ := params.ProgressToken.(string)
@@ -399,11 +451,16 @@ func (p *Proxy) relayProgress(params *mcp.ProgressNotificationParams) {
 	r, ok := p.progress[key]
 	p.mu.Unlock()
 	if !ok || r.ss == nil {
-		return // not ours, or the call is over
+		p.log.Debug("proxy: progress for no call in flight", "token", params.ProgressToken)
+		return
 	}
 	cp := *params
 	cp.ProgressToken = r.token
-	r.ss.NotifyProgress(r.ctx, &cp)
+	// The call may be over (see progressGrace): keep its values (its stream,
+	// over HTTP), not its cancellation.
+	if err := r.ss.NotifyProgress(context.WithoutCancel(r.ctx), &cp); err != nil {
+		p.log.Debug("proxy: progress not relayed", "err", err)
+	}
 }
 
 // subscribe forwards a resource subscription, counting subscribers so that

@@ -31,8 +31,10 @@ var ErrUpstream = errors.New("proxy: upstream unavailable")
 // initializes, declaring what that client declared, so that the upstream's
 // elicitation, sampling and roots requests reach exactly that client.
 type conn struct {
-	cs   *mcp.ClientSession
-	down *mcp.ServerSession // nil for the shared conn
+	cs     *mcp.ClientSession
+	down   *mcp.ServerSession      // nil for the shared conn
+	caps   *mcp.ClientCapabilities // what down declared, to dial again
+	closed chan struct{}           // closed when the connection ends
 	// rootsClient is the client of a conn that relays the downstream
 	// client's roots; it announces their changes upstream.
 	rootsClient *mcp.Client
@@ -40,6 +42,17 @@ type conn struct {
 	mu       sync.Mutex
 	inflight []context.Context // contexts of the downstream calls in flight on down
 	subs     map[string]int    // resource URI → downstream subscriptions
+}
+
+// dead reports whether the upstream ended this connection (its process
+// exited, its HTTP session ended).
+func (c *conn) dead() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // modern reports whether the upstream speaks 2026-07-28 or later.
