@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
 // Protocol eras under test, on either side of the proxy.
@@ -237,6 +239,17 @@ func newEnv(t *testing.T, o envOptions) *env {
 	return e
 }
 
+// handler is the proxy behind the project's one HTTP front door, with its
+// default limits.
+func (e *env) handler() http.Handler {
+	e.t.Helper()
+	h, err := serve.NewHTTP(e.proxy.MCP(), serve.HTTPOptions{Logger: slog.New(slog.NewTextHandler(e.log, nil))})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return h
+}
+
 // issued counts the confirmations the proxy's ledger issued.
 func (e *env) issued() int {
 	e.mu.Lock()
@@ -322,7 +335,7 @@ func (e *env) connect(o clientOptions) *mcp.ClientSession {
 		e.t.Cleanup(func() { ss.Close() })
 		t = ct
 	case httpT:
-		hs := httptest.NewServer(e.proxy.Handler())
+		hs := httptest.NewServer(e.handler())
 		e.t.Cleanup(hs.Close)
 		t = &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hs.Client()}
 	}

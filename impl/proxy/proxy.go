@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -154,23 +153,6 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 
 // MCP returns the downstream go-sdk server, to run over any transport.
 func (p *Proxy) MCP() *mcp.Server { return p.server }
-
-// Handler serves the proxy over streamable HTTP for both protocol eras from
-// one address: requests whose Mcp-Protocol-Version is 2026-07-28 or later
-// go to a stateless handler, everything else (the header-less initialize of
-// older clients included) to a stateful one.
-func (p *Proxy) Handler() http.Handler {
-	get := func(*http.Request) *mcp.Server { return p.server }
-	stateful := mcp.NewStreamableHTTPHandler(get, nil)
-	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v := r.Header.Get("Mcp-Protocol-Version"); v >= protocolMRTR {
-			stateless.ServeHTTP(w, r)
-			return
-		}
-		stateful.ServeHTTP(w, r)
-	})
-}
 
 // Close disconnects from the upstream (every connection).
 func (p *Proxy) Close() error {

@@ -81,7 +81,7 @@ func TestProxyAllowedPassThrough(t *testing.T) {
 // Results carry the proxy's serverInfo, not the upstream's.
 func TestProxyResultTypeOnTheWire(t *testing.T) {
 	e := newEnv(t, envOptions{upstreamEra: eraLegacy})
-	hs := httptest.NewServer(e.proxy.Handler())
+	hs := httptest.NewServer(e.handler())
 	t.Cleanup(hs.Close)
 	post := func(method, name, params string) string {
 		body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
