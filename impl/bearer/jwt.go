@@ -1,0 +1,348 @@
+package bearer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/time/rate"
+)
+
+// DefaultAlgorithms are the signature algorithms a [JWT] accepts unless
+// told otherwise: asymmetric ones only. "none" and the HMAC algorithms are
+// never accepted: with HMAC, a verifier handed the issuer's public key as
+// the secret accepts tokens anyone can make.
+var DefaultAlgorithms = []jose.SignatureAlgorithm{
+	jose.RS256, jose.RS384, jose.RS512,
+	jose.PS256, jose.PS384, jose.PS512,
+	jose.ES256, jose.ES384, jose.ES512,
+	jose.EdDSA,
+}
+
+// Defaults of [JWTOptions].
+const (
+	DefaultPrincipalClaim     = "sub"
+	DefaultLeeway             = 30 * time.Second
+	MaxLeeway                 = 5 * time.Minute
+	DefaultRefreshInterval    = 15 * time.Minute
+	DefaultUnknownKeyInterval = time.Minute
+)
+
+// maxTokenBytes bounds a token: a JWT of ordinary claims is a few KiB.
+const maxTokenBytes = 16 << 10
+
+// JWTOptions configures [NewJWT].
+type JWTOptions struct {
+	// Issuer is the authorization server's issuer identifier, an https URL
+	// (http only on a loopback address); required. Its metadata is found
+	// by RFC 8414 discovery, or else OpenID Connect Discovery, and must
+	// name this very issuer.
+	Issuer string
+	// Audience is this resource's identifier (its public URL); required.
+	// A token's aud must name it (RFC 8707, RFC 9068), compared as go-sdk's
+	// oauthex.MatchesResource does: exactly, but for a trailing slash.
+	// It stops a token issued for another service from being used here.
+	Audience string
+	// PrincipalClaim names the claim that says who the caller is, a
+	// non-empty string. Default "sub".
+	PrincipalClaim string
+	// Algorithms are the signature algorithms accepted. Default
+	// [DefaultAlgorithms]; "none" and HS* are refused even if listed.
+	Algorithms []jose.SignatureAlgorithm
+	// Leeway tolerates clock skew between the issuer and this server when
+	// checking exp, nbf and iat. Default [DefaultLeeway], at most
+	// [MaxLeeway].
+	Leeway time.Duration
+	// RefreshInterval is how old the cached JWKS may grow before the next
+	// verification refetches it. Default [DefaultRefreshInterval].
+	RefreshInterval time.Duration
+	// UnknownKeyInterval spaces the refetches a token with an unknown kid
+	// causes (a key just rotated in): at most one per interval, and a token
+	// with an unknown kid beyond that is refused at once. Default
+	// [DefaultUnknownKeyInterval].
+	UnknownKeyInterval time.Duration
+	// HTTPClient fetches the metadata and the JWKS. Default: a client with
+	// a 10-second timeout.
+	HTTPClient *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives failed JWKS refreshes; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// JWT verifies access tokens issued as JWTs by one authorization server.
+// It is safe for concurrent use and starts no goroutines.
+type JWT struct {
+	issuer, audience, claim string
+	algs                    []jose.SignatureAlgorithm
+	leeway                  time.Duration
+	now                     func() time.Time
+	keys                    *keySet
+	jwksURI                 string
+}
+
+// NewJWT discovers the issuer's metadata and fetches its JWKS: an issuer
+// that cannot be reached, or whose metadata or keys are unusable, is an
+// error here, at start-up, not at the first token.
+func NewJWT(ctx context.Context, opts JWTOptions) (*JWT, error) {
+	if err := checkFetchURL(opts.Issuer); err != nil {
+		return nil, fmt.Errorf("bearer: issuer: %w", err)
+	}
+	if u, _ := url.Parse(opts.Issuer); u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("bearer: issuer %q: an issuer has no query or fragment (RFC 8414)", opts.Issuer)
+	}
+	if opts.Audience == "" {
+		return nil, errors.New("bearer: no audience: tokens must name this resource")
+	}
+	j := &JWT{
+		issuer:   opts.Issuer,
+		audience: opts.Audience,
+		claim:    opts.PrincipalClaim,
+		leeway:   opts.Leeway,
+		now:      opts.Now,
+	}
+	if j.claim == "" {
+		j.claim = DefaultPrincipalClaim
+	}
+	if j.leeway == 0 {
+		j.leeway = DefaultLeeway
+	}
+	if j.leeway < 0 || j.leeway > MaxLeeway {
+		return nil, fmt.Errorf("bearer: leeway %v: want between 0 and %v", j.leeway, MaxLeeway)
+	}
+	if j.now == nil {
+		j.now = time.Now
+	}
+	algs := opts.Algorithms
+	if len(algs) == 0 {
+		algs = DefaultAlgorithms
+	}
+	for _, a := range algs {
+		if !asymmetric(a) {
+			return nil, fmt.Errorf("bearer: algorithm %q: only asymmetric signatures are accepted", a)
+		}
+	}
+	j.algs = algs
+	client := opts.HTTPClient
+	if client == nil {
+		client = &http.Client{Timeout: fetchTimeout}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	refresh, unknown := opts.RefreshInterval, opts.UnknownKeyInterval
+	if refresh <= 0 {
+		refresh = DefaultRefreshInterval
+	}
+	if unknown <= 0 {
+		unknown = DefaultUnknownKeyInterval
+	}
+	var err error
+	if j.jwksURI, err = discover(ctx, client, opts.Issuer); err != nil {
+		return nil, fmt.Errorf("bearer: issuer %s: %w", opts.Issuer, err)
+	}
+	j.keys = &keySet{
+		url:     j.jwksURI,
+		client:  client,
+		maxAge:  refresh,
+		unknown: rate.NewLimiter(rate.Every(unknown), 1),
+		now:     j.now,
+		log:     log,
+	}
+	if err := j.keys.refresh(ctx); err != nil {
+		return nil, fmt.Errorf("bearer: issuer %s: %w", opts.Issuer, err)
+	}
+	return j, nil
+}
+
+// JWKSURI returns where the issuer's keys were found.
+func (j *JWT) JWKSURI() string { return j.jwksURI }
+
+// Issuer returns the issuer whose tokens j accepts.
+func (j *JWT) Issuer() string { return j.issuer }
+
+func asymmetric(a jose.SignatureAlgorithm) bool {
+	for _, d := range DefaultAlgorithms {
+		if a == d {
+			return true
+		}
+	}
+	return false
+}
+
+// Reasons a token is refused, wrapped in auth.ErrInvalidToken. They name
+// the check that failed, never the key material or the library's words.
+var (
+	ErrMalformed   = fmt.Errorf("%w: not a JWS-signed JWT in compact form, or its algorithm is not allowed", auth.ErrInvalidToken)
+	ErrUnknownKey  = fmt.Errorf("%w: signed with a key the issuer does not publish", auth.ErrInvalidToken)
+	ErrSignature   = fmt.Errorf("%w: signature does not verify", auth.ErrInvalidToken)
+	ErrIssuer      = fmt.Errorf("%w: issued by another issuer", auth.ErrInvalidToken)
+	ErrAudience    = fmt.Errorf("%w: not issued for this resource", auth.ErrInvalidToken)
+	ErrExpired     = fmt.Errorf("%w: expired, or without an expiry", auth.ErrInvalidToken)
+	ErrNotYetValid = fmt.Errorf("%w: not valid yet", auth.ErrInvalidToken)
+	ErrPrincipal   = fmt.Errorf("%w: no usable principal claim", auth.ErrInvalidToken)
+)
+
+// Verify implements auth.TokenVerifier.
+func (j *JWT) Verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	if len(token) > maxTokenBytes {
+		return nil, ErrMalformed
+	}
+	// The allow-list is checked here, before any key is looked at.
+	tok, err := jwt.ParseSigned(token, j.algs)
+	if err != nil || len(tok.Headers) != 1 {
+		return nil, ErrMalformed
+	}
+	h := tok.Headers[0]
+	key, err := j.keys.key(ctx, h.KeyID)
+	if err != nil {
+		return nil, ErrUnknownKey
+	}
+	// A key the issuer published for one algorithm is used for no other.
+	if key.Algorithm != "" && key.Algorithm != h.Algorithm {
+		return nil, ErrSignature
+	}
+	var payload json.RawMessage
+	if err := tok.Claims(key, &payload); err != nil {
+		return nil, ErrSignature
+	}
+	// The registered claims the checks read, apart: a claim of a type
+	// they do not expect elsewhere (a numeric sub) is not a decoding error.
+	var reg struct {
+		Issuer    string           `json:"iss"`
+		Audience  jwt.Audience     `json:"aud"`
+		Expiry    *jwt.NumericDate `json:"exp"`
+		NotBefore *jwt.NumericDate `json:"nbf"`
+		IssuedAt  *jwt.NumericDate `json:"iat"`
+	}
+	var extra map[string]any
+	if json.Unmarshal(payload, &reg) != nil || json.Unmarshal(payload, &extra) != nil {
+		return nil, ErrMalformed
+	}
+	claims := jwt.Claims{Issuer: reg.Issuer, Audience: reg.Audience, Expiry: reg.Expiry, NotBefore: reg.NotBefore, IssuedAt: reg.IssuedAt}
+	if claims.Expiry == nil {
+		return nil, ErrExpired
+	}
+	switch err := claims.ValidateWithLeeway(jwt.Expected{Issuer: j.issuer, Time: j.now()}, j.leeway); {
+	case errors.Is(err, jwt.ErrInvalidIssuer):
+		return nil, ErrIssuer
+	case errors.Is(err, jwt.ErrExpired):
+		return nil, ErrExpired
+	case errors.Is(err, jwt.ErrNotValidYet), errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return nil, ErrNotYetValid
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+	}
+	if !oauthex.MatchesResource(claims.Audience, j.audience) {
+		return nil, ErrAudience
+	}
+	principal, _ := extra[j.claim].(string)
+	if checkPrincipal(principal) != nil {
+		return nil, ErrPrincipal
+	}
+	return &auth.TokenInfo{
+		UserID:     principal,
+		Scopes:     scopes(extra),
+		Expiration: claims.Expiry.Time(),
+	}, nil
+}
+
+// scopes reads the token's scopes: "scope", a space-separated string (RFC
+// 9068, RFC 8693), or "scp", a list or a string (as Microsoft Entra and
+// Okta issue them).
+func scopes(claims map[string]any) []string {
+	if s, ok := claims["scope"].(string); ok {
+		return strings.Fields(s)
+	}
+	switch v := claims["scp"].(type) {
+	case string:
+		return strings.Fields(v)
+	case []any:
+		var out []string
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// discover finds the issuer's jwks_uri: in its RFC 8414 metadata, else its
+// OpenID Connect configuration (at the path inserted after the host, as
+// RFC 8414 places it, then appended to the issuer, as OpenID Connect
+// Discovery does). The first document found decides; its issuer must be
+// the issuer, character for character (RFC 8414 §3.3), or a document
+// someone else serves could name keys of its own.
+func discover(ctx context.Context, client *http.Client, issuer string) (string, error) {
+	u, _ := url.Parse(issuer)
+	origin, path := u.Scheme+"://"+u.Host, strings.TrimSuffix(u.Path, "/")
+	candidates := []string{origin + "/.well-known/oauth-authorization-server" + path}
+	if path != "" {
+		candidates = append(candidates, origin+"/.well-known/openid-configuration"+path)
+	}
+	candidates = append(candidates, strings.TrimSuffix(issuer, "/")+"/.well-known/openid-configuration")
+	var tried []string
+	for _, c := range candidates {
+		var meta struct {
+			Issuer  string `json:"issuer"`
+			JWKSURI string `json:"jwks_uri"`
+		}
+		ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+		err := getJSON(ctx, client, c, 1<<20, &meta)
+		cancel()
+		if se, ok := errors.AsType[*statusError](err); ok && se.code >= 400 && se.code < 500 {
+			tried = append(tried, fmt.Sprintf("%s (%d)", c, se.code))
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("metadata: %w", err)
+		}
+		if meta.Issuer != issuer {
+			return "", fmt.Errorf("metadata at %s names issuer %q, not %q", c, meta.Issuer, issuer)
+		}
+		if err := checkFetchURL(meta.JWKSURI); err != nil {
+			return "", fmt.Errorf("metadata at %s: jwks_uri: %w", c, err)
+		}
+		return meta.JWKSURI, nil
+	}
+	return "", fmt.Errorf("no authorization server metadata: tried %s", strings.Join(tried, ", "))
+}
+
+// checkFetchURL accepts an https URL, or an http one on a loopback
+// address: keys fetched in the clear from elsewhere could be anyone's.
+func checkFetchURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute URL", raw)
+	}
+	switch {
+	case u.Scheme == "https":
+		return nil
+	case u.Scheme == "http" && loopback(u.Hostname()):
+		return nil
+	}
+	return fmt.Errorf("%q: want https (http only on a loopback address)", raw)
+}
+
+// loopback reports whether host is a loopback address or "localhost".
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,309 @@
+package bearer_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/bearer"
+)
+
+const resource = "https://files.example.com/mcp"
+
+func newJWT(t *testing.T, is *issuer, opts bearer.JWTOptions) *bearer.JWT {
+	t.Helper()
+	opts.Issuer = is.url
+	if opts.Audience == "" {
+		opts.Audience = resource
+	}
+	j, err := bearer.NewJWT(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("NewJWT: %v", err)
+	}
+	return j
+}
+
+// TestJWTRefusals signs what a real authorization server will not issue
+// and checks each is refused for its own reason, beside the good token it
+// was made from (the negative control: the same verifier accepts it).
+func TestJWTRefusals(t *testing.T) {
+	k1, k2 := newRSASigner("k1", 0), newECSigner(t, "k2")
+	is := newIssuer(t, "", k1, k2)
+	j := newJWT(t, is, bearer.JWTOptions{})
+	other := newRSASigner("k1", 1) // another key under the same kid
+	pubDER, err := x509.MarshalPKIXPublicKey(rsaKey(0).Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER})
+	with := func(change func(c map[string]any)) map[string]any {
+		c := is.claims(resource)
+		change(c)
+		return c
+	}
+	now := time.Now()
+	hs256 := func(secret []byte) string {
+		// HMAC over the token, the issuer's public key as the secret: what
+		// a verifier that lets the token pick its algorithm would accept.
+		h := map[string]any{"alg": "HS256", "typ": "JWT", "kid": "k1"}
+		head := unsigned(t, h, is.claims(resource), nil)
+		signing := head[:strings.LastIndex(head, ".")]
+		mac := hmac.New(sha256.New, secret)
+		mac.Write([]byte(signing))
+		return signing + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	}
+	tests := []struct {
+		name  string
+		token string
+		want  error // nil: accepted
+	}{
+		{"good, RS256", sign(t, k1, is.claims(resource)), nil},
+		{"good, ES256", sign(t, k2, is.claims(resource)), nil},
+		{"audience with a trailing slash", sign(t, k1, with(func(c map[string]any) { c["aud"] = resource + "/" })), nil},
+		{"audience in a list", sign(t, k1, with(func(c map[string]any) { c["aud"] = []string{"https://other.example.com", resource} })), nil},
+		{"expired within the leeway", sign(t, k1, with(func(c map[string]any) { c["exp"] = now.Add(-10 * time.Second).Unix() })), nil},
+		{"forged signature", sign(t, other, is.claims(resource)), bearer.ErrSignature},
+		{"signature of other claims", func() string {
+			good := strings.Split(sign(t, k1, is.claims(resource)), ".")
+			evil := strings.Split(sign(t, k1, with(func(c map[string]any) { c["sub"] = "root" })), ".")
+			return good[0] + "." + evil[1] + "." + good[2]
+		}(), bearer.ErrSignature},
+		{"alg none", unsigned(t, map[string]any{"alg": "none", "kid": "k1"}, is.claims(resource), nil), bearer.ErrMalformed},
+		{"alg none, no signature part", strings.TrimSuffix(unsigned(t, map[string]any{"alg": "none"}, is.claims(resource), nil), "."), bearer.ErrMalformed},
+		{"HS256 keyed with the public key (PEM)", hs256(pubPEM), bearer.ErrMalformed},
+		{"HS256 keyed with the public key (DER)", hs256(pubDER), bearer.ErrMalformed},
+		{"key published for RS256 used with PS256", sign(t, signer{kid: "k1", alg: jose.PS256, key: rsaKey(0)}, is.claims(resource)), bearer.ErrSignature},
+		{"wrong issuer", sign(t, k1, with(func(c map[string]any) { c["iss"] = "https://evil.example.com" })), bearer.ErrIssuer},
+		{"issuer with a trailing slash", sign(t, k1, with(func(c map[string]any) { c["iss"] = is.url + "/" })), bearer.ErrIssuer},
+		{"wrong audience", sign(t, k1, with(func(c map[string]any) { c["aud"] = "https://other.example.com/mcp" })), bearer.ErrAudience},
+		{"audience of another path", sign(t, k1, with(func(c map[string]any) { c["aud"] = resource + "/admin" })), bearer.ErrAudience},
+		{"no audience", sign(t, k1, with(func(c map[string]any) { delete(c, "aud") })), bearer.ErrAudience},
+		{"expired", sign(t, k1, with(func(c map[string]any) { c["exp"] = now.Add(-time.Minute).Unix() })), bearer.ErrExpired},
+		{"no expiry", sign(t, k1, with(func(c map[string]any) { delete(c, "exp") })), bearer.ErrExpired},
+		{"not yet valid", sign(t, k1, with(func(c map[string]any) { c["nbf"] = now.Add(2 * time.Minute).Unix() })), bearer.ErrNotYetValid},
+		{"issued in the future", sign(t, k1, with(func(c map[string]any) { c["iat"] = now.Add(2 * time.Minute).Unix() })), bearer.ErrNotYetValid},
+		{"unknown kid", sign(t, newRSASigner("k9", 1), is.claims(resource)), bearer.ErrUnknownKey},
+		{"no kid, two keys published", sign(t, signer{alg: jose.RS256, key: rsaKey(0)}, is.claims(resource)), bearer.ErrUnknownKey},
+		{"no principal", sign(t, k1, with(func(c map[string]any) { delete(c, "sub") })), bearer.ErrPrincipal},
+		{"empty principal", sign(t, k1, with(func(c map[string]any) { c["sub"] = "" })), bearer.ErrPrincipal},
+		{"principal not a string", sign(t, k1, with(func(c map[string]any) { c["sub"] = 42 })), bearer.ErrPrincipal},
+		{"principal with a newline", sign(t, k1, with(func(c map[string]any) { c["sub"] = "alice\nbob" })), bearer.ErrPrincipal},
+		{"not a JWT", "opaque-access-token", bearer.ErrMalformed},
+		{"too long", sign(t, k1, with(func(c map[string]any) { c["pad"] = strings.Repeat("x", 20<<10) })), bearer.ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ti, err := j.Verify(context.Background(), tt.token, nil)
+			if tt.want == nil {
+				if err != nil || ti.UserID != "alice" || !slices.Equal(ti.Scopes, []string{"mcp:tools", "openid"}) || ti.Expiration.IsZero() {
+					t.Fatalf("Verify = %+v, %v; want alice with her scopes", ti, err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) || !errors.Is(err, auth.ErrInvalidToken) {
+				t.Fatalf("Verify = %+v, %v; want %v", ti, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestJWTOptions checks what NewJWT refuses to start with.
+func TestJWTOptions(t *testing.T) {
+	k1 := newRSASigner("k1", 0)
+	is := newIssuer(t, "", k1)
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		opts bearer.JWTOptions
+		want string
+	}{
+		{"HS256 allowed", bearer.JWTOptions{Issuer: is.url, Audience: resource, Algorithms: []jose.SignatureAlgorithm{jose.RS256, jose.HS256}}, "only asymmetric"},
+		{"none allowed", bearer.JWTOptions{Issuer: is.url, Audience: resource, Algorithms: []jose.SignatureAlgorithm{"none"}}, "only asymmetric"},
+		{"no audience", bearer.JWTOptions{Issuer: is.url}, "no audience"},
+		{"http issuer off loopback", bearer.JWTOptions{Issuer: "http://auth.example.com", Audience: resource}, "want https"},
+		{"issuer with a query", bearer.JWTOptions{Issuer: is.url + "?x=1", Audience: resource}, "no query"},
+		{"leeway too large", bearer.JWTOptions{Issuer: is.url, Audience: resource, Leeway: time.Hour}, "leeway"},
+		{"unreachable issuer", bearer.JWTOptions{Issuer: "http://127.0.0.1:1", Audience: resource}, "metadata"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := bearer.NewJWT(ctx, tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("NewJWT = %v, want an error mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestDiscovery finds the JWKS by RFC 8414 metadata, by OpenID Connect
+// Discovery when there is none, for issuers with and without a path; and
+// refuses metadata that names another issuer, or keys served in the clear
+// from elsewhere.
+func TestDiscovery(t *testing.T) {
+	k1 := newRSASigner("k1", 0)
+	tests := []struct {
+		name     string
+		path     string
+		oidcOnly bool
+		metadata func(iss string) map[string]any
+		want     string // "" : discovered
+	}{
+		{"RFC 8414", "", false, nil, ""},
+		{"RFC 8414, issuer with a path", "/tenant/a", false, nil, ""},
+		{"OpenID Connect only", "", true, nil, ""},
+		{"OpenID Connect only, issuer with a path", "/realms/mcp", true, nil, ""},
+		{"metadata of another issuer", "", false, func(string) map[string]any {
+			return map[string]any{"issuer": "https://evil.example.com", "jwks_uri": "https://evil.example.com/jwks"}
+		}, "names issuer"},
+		{"JWKS in the clear off loopback", "", false, func(iss string) map[string]any {
+			return map[string]any{"issuer": iss, "jwks_uri": "http://keys.example.com/jwks"}
+		}, "jwks_uri"},
+		{"no jwks_uri", "", false, func(iss string) map[string]any {
+			return map[string]any{"issuer": iss}
+		}, "jwks_uri"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := newIssuer(t, tt.path, k1)
+			is.oidcOnly, is.metadata = tt.oidcOnly, tt.metadata
+			j, err := bearer.NewJWT(context.Background(), bearer.JWTOptions{Issuer: is.url, Audience: resource})
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("NewJWT = %v, want an error mentioning %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ti, err := j.Verify(context.Background(), sign(t, k1, is.claims(resource)), nil); err != nil || ti.UserID != "alice" {
+				t.Fatalf("Verify = %+v, %v", ti, err)
+			}
+		})
+	}
+}
+
+// TestKeyRotation: a key the issuer adds is fetched the first time a token
+// names it; a flood of tokens with made-up kids after that causes no
+// further fetch, and each is refused at once; once the interval has
+// passed, one more refetch is allowed; and the set is refetched when it
+// grows older than RefreshInterval, so a withdrawn key stops working.
+func TestKeyRotation(t *testing.T) {
+	k1, k2 := newRSASigner("k1", 0), newECSigner(t, "k2")
+	is := newIssuer(t, "", k1)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	const interval = 300 * time.Millisecond
+	j := newJWT(t, is, bearer.JWTOptions{UnknownKeyInterval: interval, RefreshInterval: time.Hour, Now: clock})
+	verify := func(s signer) error {
+		_, err := j.Verify(context.Background(), sign(t, s, is.claims(resource)), nil)
+		return err
+	}
+	if got := is.fetches.Load(); got != 1 {
+		t.Fatalf("%d JWKS fetches at start, want 1", got)
+	}
+
+	is.publish(k2) // rotated in
+	if err := verify(k2); err != nil {
+		t.Fatalf("token signed with the rotated-in key: %v", err)
+	}
+	if got := is.fetches.Load(); got != 2 {
+		t.Fatalf("%d JWKS fetches after the rotation, want 2", got)
+	}
+
+	// The flood: 500 made-up kids, from 50 goroutines.
+	tokens := make([]string, 500)
+	for i := range tokens {
+		tokens[i] = sign(t, signer{kid: fmt.Sprintf("made-up-%d", i), alg: jose.ES256, key: k2.key}, is.claims(resource))
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range 50 {
+		wg.Go(func() {
+			for i := g; i < len(tokens); i += 50 {
+				if _, err := j.Verify(context.Background(), tokens[i], nil); !errors.Is(err, bearer.ErrUnknownKey) {
+					t.Errorf("made-up kid: %v, want ErrUnknownKey", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if got := is.fetches.Load(); got > 3 {
+		t.Fatalf("%d JWKS fetches after 500 unknown kids, want at most 3 (one refetch per %v)", got, interval)
+	}
+	t.Logf("500 unknown kids refused in %v; JWKS fetched %d times in all", took, is.fetches.Load())
+	if took > 5*time.Second {
+		t.Fatalf("the flood took %v: refusals wait for the refetch limiter", took)
+	}
+
+	// A key rotated in during the flood is fetched once the interval has
+	// passed.
+	k3 := newRSASigner("k3", 2)
+	is.publish(k3)
+	time.Sleep(interval + 50*time.Millisecond)
+	if err := verify(k3); err != nil {
+		t.Fatalf("key rotated in after the flood, once the interval passed: %v", err)
+	}
+
+	// Withdrawn: k1 leaves the set; it works until the set is refreshed.
+	is.mu.Lock()
+	is.keys = slices.DeleteFunc(is.keys, func(k jose.JSONWebKey) bool { return k.KeyID == "k1" })
+	is.mu.Unlock()
+	if err := verify(k1); err != nil {
+		t.Fatalf("withdrawn key before the refresh: %v", err)
+	}
+	before := is.fetches.Load()
+	mu.Lock()
+	now = now.Add(time.Hour)
+	mu.Unlock()
+	// (The tokens' own times are real: the clock moved an hour, within
+	// their hour of validity only if signed now — sign with the moved
+	// clock.)
+	c := is.claims(resource)
+	c["iat"], c["nbf"], c["exp"] = now.Unix(), now.Unix(), now.Add(time.Hour).Unix()
+	if _, err := j.Verify(context.Background(), sign(t, k1, c), nil); !errors.Is(err, bearer.ErrUnknownKey) {
+		t.Fatalf("withdrawn key after RefreshInterval: %v, want ErrUnknownKey", err)
+	}
+	if got := is.fetches.Load(); got != before+1 && got != before+2 {
+		t.Fatalf("JWKS fetched %d times on the refresh, want 1 (and maybe the unknown-kid refetch)", got-before)
+	}
+}
+
+// TestJWKSFiltering: keys the verifier must not use are skipped, the rest
+// kept.
+func TestJWKSFiltering(t *testing.T) {
+	good := newRSASigner("good", 0)
+	is := newIssuer(t, "", good)
+	is.mu.Lock()
+	is.keys = append(is.keys,
+		jose.JSONWebKey{Key: []byte("0123456789abcdef0123456789abcdef"), KeyID: "hmac", Algorithm: "HS256"},
+		jose.JSONWebKey{Key: rsaKey(1).Public(), KeyID: "enc", Use: "enc"},
+	)
+	is.mu.Unlock()
+	j := newJWT(t, is, bearer.JWTOptions{})
+	if _, err := j.Verify(context.Background(), sign(t, good, is.claims(resource)), nil); err != nil {
+		t.Fatalf("good key: %v", err)
+	}
+	if _, err := j.Verify(context.Background(), sign(t, newRSASigner("enc", 1), is.claims(resource)), nil); !errors.Is(err, bearer.ErrUnknownKey) {
+		t.Fatalf("encryption key used to sign: %v, want ErrUnknownKey", err)
+	}
+}
+
+var _ auth.TokenVerifier = (*bearer.JWT)(nil).Verify
+var _ = http.MethodGet
