@@ -30,3 +30,22 @@ func BenchmarkWarningsFileName(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPathFileName measures the form delete_file's question uses now:
+// Path on the same file name, each component in its own isolate.
+func BenchmarkPathFileName(b *testing.B) {
+	b.SetBytes(int64(len(fileName)))
+	for b.Loop() {
+		prompt.Path(fileName, prompt.Options{})
+	}
+}
+
+// BenchmarkPathWarningsFileName measures delete_file's notes on the path.
+func BenchmarkPathWarningsFileName(b *testing.B) {
+	b.SetBytes(int64(len(fileName)))
+	for b.Loop() {
+		if w := prompt.PathWarnings(fileName); w != nil {
+			b.Fatalf("PathWarnings(%q) = %q", fileName, w)
+		}
+	}
+}

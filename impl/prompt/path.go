@@ -56,16 +56,16 @@ func Path(p string, opts Options) string {
 	if maxWidth <= 0 {
 		maxWidth = DefaultMaxWidth
 	}
-	comps := strings.Split(p, "/")
 	var j strings.Builder // the quoted components joined by slashes
-	ranges := make([]component, len(comps))
-	for i, c := range comps {
-		if i > 0 {
+	j.Grow(len(p))
+	ranges := make([]component, 0, strings.Count(p, "/")+1)
+	for c := range strings.SplitSeq(p, "/") {
+		if len(ranges) > 0 {
 			j.WriteByte('/')
 		}
 		start := j.Len()
-		j.WriteString(Quote(c))
-		ranges[i] = component{start, j.Len()}
+		quote(&j, c)
+		ranges = append(ranges, component{start, j.Len()})
 	}
 	q := j.String()
 	head, tail := len(q), len(q) // nothing dropped
@@ -145,6 +145,23 @@ func renderPath(q string, comps []component, head, tail int) string {
 	type piece struct {
 		text string
 		comp int // the component it is text of, or -1 for a separator or the ellipsis
+	}
+	if head == len(q) { // nothing dropped: the common case, without pieces
+		var b strings.Builder
+		b.Grow(len(openPath) + len(q) + (len(isolate)+len(popIso))*len(comps) + len(closePath))
+		b.WriteString(openPath)
+		for i, c := range comps {
+			if i > 0 {
+				b.WriteByte('/')
+			}
+			if c.start < c.end {
+				b.WriteString(isolate)
+				b.WriteString(q[c.start:c.end])
+				b.WriteString(popIso)
+			}
+		}
+		b.WriteString(closePath)
+		return b.String()
 	}
 	var ps []piece
 	keep := func(from, to int) { // the bytes [from, to) of q

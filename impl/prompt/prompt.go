@@ -141,12 +141,26 @@ var ErrSyntax = errors.New("prompt: invalid quoted text")
 func Quote(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
+	quote(&b, s)
+	return b.String()
+}
+
+// quote writes Quote(s) to b.
+func quote(b *strings.Builder, s string) {
 	at := 0
 	for c := range graphemes(s) {
-		quoteCluster(&b, s, at, at+len(c))
+		if len(c) == 1 && c[0] < utf8.RuneSelf { // an ASCII byte alone in its cluster: the usual case
+			switch r := c[0]; {
+			case '!' <= r && r <= '~' && r != '\\', r == ' ' && loneSpace(s, at):
+				b.WriteByte(r)
+			default:
+				escape(b, rune(r))
+			}
+		} else {
+			quoteCluster(b, s, at, at+len(c))
+		}
 		at += len(c)
 	}
-	return b.String()
 }
 
 // quoteCluster writes the escaped form of the grapheme cluster s[start:end].

@@ -158,30 +158,45 @@ func highlyRestrictive(scripts []string) bool {
 // lonelyLookalike reports whether s has a letter that looks like the
 // question's punctuation with no partner beside it: a letter of its own
 // script, or of Common or Inherited, that is not a look-alike. Marks are
-// skipped; they belong to the letter before them.
+// skipped; they belong to the letter before them. Each run of marks is
+// skipped at most twice, so the check is linear.
 func lonelyLookalike(s string) bool {
 	var known []string // the scripts of look-alike letters seen, for script's search
-	prev, cur := rune(-1), rune(-1)
-	check := func(next rune) bool { // whether cur is a lonely look-alike letter
-		if cur < 0 || !unicode.IsLetter(cur) || imitates(cur) == 0 {
-			return false
+	for i, r := range s {
+		if r < lookalikes[0].r || imitates(r) == 0 || !unicode.IsLetter(r) {
+			continue
 		}
-		name := script(cur, known)
+		name := script(r, known)
 		if !slices.Contains(known, name) {
 			known = append(known, name)
 		}
-		return !partner(prev, name) && !partner(next, name)
-	}
-	for _, r := range s {
-		if unicode.IsMark(r) {
-			continue
-		}
-		if check(r) {
+		if !partner(before(s[:i]), name) && !partner(after(s[i+utf8.RuneLen(r):]), name) {
 			return true
 		}
-		prev, cur = cur, r
 	}
-	return check(-1)
+	return false
+}
+
+// before returns the last code point of s that is not a mark, or -1.
+func before(s string) rune {
+	for s != "" {
+		r, n := utf8.DecodeLastRuneInString(s)
+		if !unicode.IsMark(r) {
+			return r
+		}
+		s = s[:len(s)-n]
+	}
+	return -1
+}
+
+// after returns the first code point of s that is not a mark, or -1.
+func after(s string) rune {
+	for _, r := range s {
+		if !unicode.IsMark(r) {
+			return r
+		}
+	}
+	return -1
 }
 
 // partner reports whether r is a letter of the script name, Common or

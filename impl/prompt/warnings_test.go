@@ -47,6 +47,8 @@ func TestWarnings(t *testing.T) {
 		{"Katakana NO between Latin", "a\u30CEb", []prompt.Warning{mixed}},
 		{"Canadian syllabics as guillemets", "x.txt ᐳᐳ and ᐸᐸ y.txt", []prompt.Warning{mixed}},
 		{"Katakana NO alone", "ノ", []prompt.Warning{mixed}},
+		{"marks are skipped to the partner", "ᐸ\u0301ᓂ", nil},
+		{"marks do not make a partner", "q\u0301ノ\u0301q", []prompt.Warning{mixed}},
 		{"look-alike symbols are escaped", "x.txt≫ and ≪y.txt", []prompt.Warning{hidden}},
 		{"doubled space", "old  notes.txt", []prompt.Warning{hidden}},
 		{"trailing space", "notes.txt ", []prompt.Warning{hidden}},
@@ -88,6 +90,12 @@ func TestWarningsOneMebibyte(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			prompt.Warnings(s) // must finish; the benchmark below measures how fast
 		})
+	}
+	// Look-alike letters between long runs of marks: each run is skipped at
+	// most twice, so this takes about as long as the inputs above.
+	marked := strings.Repeat("ᐸ"+strings.Repeat("\u0301", 64), 1<<13)
+	if got := prompt.Warnings(marked); !slices.Contains(got, prompt.MixedScripts) {
+		t.Errorf("Warnings(look-alikes between marks) = %q, want MixedScripts", got)
 	}
 	alternating := strings.Repeat("a中", 1<<18)
 	if got := prompt.Warnings(alternating); got != nil {
