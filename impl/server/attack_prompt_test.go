@@ -18,11 +18,11 @@ import (
 
 // askAll asks about each file (created under e's root) with the person
 // declining, checks that nothing was deleted, and returns the questions.
-func askAll(t *testing.T, era string, names []string) (*env, []string) {
+func askAll(t *testing.T, era, transport string, names []string) (*env, []string) {
 	t.Helper()
 	e := newEnv(t, envOptions{})
 	ans := decline()
-	cs := e.connect(clientOptions{era: era, answer: ans})
+	cs := e.connect(clientOptions{era: era, transport: transport, answer: ans})
 	for _, name := range names {
 		f := e.file(name, "x")
 		res, err := call(cs, f)
@@ -67,57 +67,60 @@ func TestAttackBidiReordersComponents(t *testing.T) {
 		"א 1/x", "1 א/x",
 	}
 	const lead = "Delete the file "
-	for _, era := range []string{eraMRTR, eraLegacy} {
-		t.Run(era, func(t *testing.T) {
-			e, qs := askAll(t, era, paths)
-			root, err := filepath.EvalSymlinks(e.root)
-			if err != nil {
-				t.Fatal(err)
+	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
+		e, qs := askAll(t, era, transport, paths)
+		root, err := filepath.EvalSymlinks(e.root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		control := make([]string, len(qs))
+		for i, q := range qs {
+			shown := filepath.Join(root, paths[i])
+			if want := prompt.Path(shown, prompt.Options{}); !strings.HasPrefix(q, lead+want+" ") {
+				t.Fatalf("question %+q does not show %+q in the path form", q, shown)
 			}
-			control := make([]string, len(qs))
-			for i, q := range qs {
-				shown := filepath.Join(root, paths[i])
-				if want := prompt.Path(shown, prompt.Options{}); !strings.HasPrefix(q, lead+want+" ") {
-					t.Fatalf("question %+q does not show %+q in the path form", q, shown)
+			_, rest, _ := strings.Cut(q, "»")
+			control[i] = lead + prompt.Value(shown, prompt.Options{}) + rest
+		}
+		for _, form := range []struct {
+			name      string
+			questions []string
+			control   bool
+		}{{"server", qs, false}, {"single isolate (control)", control, true}} {
+			disorder, alike := 0, 0
+			drawn := map[string]string{}
+			for i, r := range prompttest.Render(t, form.questions...) {
+				// The components as the question writes them, in logical
+				// order; a long temporary root may be cut to "…".
+				var comps []string
+				for _, c := range strings.Split(slot(t, form.questions[i]), "/") {
+					if c != "" && c != "…" {
+						comps = append(comps, c)
+					}
 				}
-				_, rest, _ := strings.Cut(q, "»")
-				control[i] = lead + prompt.Value(shown, prompt.Options{}) + rest
+				if n := strings.Count(paths[i], "/") + 1; len(comps) < n || strings.Join(comps[len(comps)-n:], "/") != paths[i] {
+					t.Fatalf("%s: the question %+q does not show the path's own components", paths[i], form.questions[i])
+				}
+				if err := r.ComponentOrder(len(lead), comps...); err != nil {
+					disorder++
+					if !form.control {
+						t.Errorf("%s: %v", paths[i], err)
+					}
+				}
+				if other, ok := drawn[r.Seen()]; ok {
+					alike++
+					if !form.control {
+						t.Errorf("%s and %s are drawn alike: %q", other, paths[i], r.Seen())
+					}
+				}
+				drawn[r.Seen()] = paths[i]
 			}
-			for _, form := range []struct {
-				name      string
-				questions []string
-				control   bool
-			}{{"server", qs, false}, {"single isolate (control)", control, true}} {
-				disorder, alike := 0, 0
-				drawn := map[string]string{}
-				for i, r := range prompttest.Render(t, form.questions...) {
-					var comps []string
-					for _, c := range strings.Split(filepath.Join(root, paths[i]), "/") {
-						if c != "" {
-							comps = append(comps, prompt.Quote(c))
-						}
-					}
-					if err := r.ComponentOrder(len(lead), comps...); err != nil {
-						disorder++
-						if !form.control {
-							t.Errorf("%s: %v", paths[i], err)
-						}
-					}
-					if other, ok := drawn[r.Seen()]; ok {
-						alike++
-						if !form.control {
-							t.Errorf("%s and %s are drawn alike: %q", other, paths[i], r.Seen())
-						}
-					}
-					drawn[r.Seen()] = paths[i]
-				}
-				t.Logf("%s: %d of %d paths out of order, %d drawn like another", form.name, disorder, len(paths), alike)
-				if form.control && (disorder == 0 || alike == 0) {
-					t.Errorf("the control passed a check (%d out of order, %d alike): the check cannot fail", disorder, alike)
-				}
+			t.Logf("%s: %d of %d paths out of order, %d drawn like another", form.name, disorder, len(paths), alike)
+			if form.control && (disorder == 0 || alike == 0) {
+				t.Errorf("the control passed a check (%d out of order, %d alike): the check cannot fail", disorder, alike)
 			}
-		})
-	}
+		}
+	})
 }
 
 // Layer: sanitizer. Characters that look like the question's guillemets,
@@ -148,29 +151,27 @@ func TestAttackLookalikeDelimiters(t *testing.T) {
 	for _, tt := range tests {
 		names = append(names, tt.name)
 	}
-	for _, era := range []string{eraMRTR, eraLegacy} {
-		t.Run(era, func(t *testing.T) {
-			_, qs := askAll(t, era, names)
-			for i, tt := range tests {
-				q := qs[i]
-				if s := slot(t, q); !strings.HasSuffix(s, "/"+tt.shown) {
-					t.Errorf("%+q: the slot shows %+q, want it to end in /%s", tt.name, s, tt.shown)
-				}
-				for _, r := range q {
-					if strings.ContainsRune("≫≪›‹❯❮⨠˂‥∖∕", r) {
-						t.Errorf("%+q: the question holds %q raw: %s", tt.name, r, q)
-					}
-				}
-				_, notes, _ := strings.Cut(q, "This cannot be undone.")
-				switch {
-				case tt.note == "" && notes != "":
-					t.Errorf("%+q: unexpected note %q", tt.name, notes)
-				case tt.note != "" && !strings.Contains(notes, tt.note):
-					t.Errorf("%+q: the note %q does not say %q", tt.name, notes, tt.note)
+	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
+		_, qs := askAll(t, era, transport, names)
+		for i, tt := range tests {
+			q := qs[i]
+			if s := slot(t, q); !strings.HasSuffix(s, "/"+tt.shown) {
+				t.Errorf("%+q: the slot shows %+q, want it to end in /%s", tt.name, s, tt.shown)
+			}
+			for _, r := range q {
+				if strings.ContainsRune("≫≪›‹❯❮⨠˂‥∖∕", r) {
+					t.Errorf("%+q: the question holds %q raw: %s", tt.name, r, q)
 				}
 			}
-		})
-	}
+			_, notes, _ := strings.Cut(q, "This cannot be undone.")
+			switch {
+			case tt.note == "" && notes != "":
+				t.Errorf("%+q: unexpected note %q", tt.name, notes)
+			case tt.note != "" && !strings.Contains(notes, tt.note):
+				t.Errorf("%+q: the note %q does not say %q", tt.name, notes, tt.note)
+			}
+		}
+	})
 }
 
 // Layer: sanitizer. "old  notes.txt" and "old notes.txt", and "notes.txt "
@@ -199,38 +200,36 @@ func TestAttackInvisibleSpaces(t *testing.T) {
 		names = append(names, tt.name)
 	}
 	collapse := func(s string) string { return strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ") }
-	for _, era := range []string{eraMRTR, eraLegacy} {
-		t.Run(era, func(t *testing.T) {
-			e, qs := askAll(t, era, names)
-			seen := map[string]string{}
-			for i, tt := range tests {
-				q := qs[i]
-				if s := slot(t, q); !strings.HasSuffix(s, "/"+tt.shown) {
-					t.Errorf("%+q: the slot shows %+q, want it to end in /%s", tt.name, s, tt.shown)
-				}
-				if got := strings.Contains(q, "Note: the name contains hidden"); got != tt.hidden {
-					t.Errorf("%+q: hidden-character note %v, want %v: %s", tt.name, got, tt.hidden, q)
-				}
-				c := collapse(q)
-				if other, ok := seen[c]; ok {
-					t.Errorf("%+q and %+q read alike once whitespace collapses: %s", other, tt.name, c)
-				}
-				seen[c] = tt.name
+	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
+		e, qs := askAll(t, era, transport, names)
+		seen := map[string]string{}
+		for i, tt := range tests {
+			q := qs[i]
+			if s := slot(t, q); !strings.HasSuffix(s, "/"+tt.shown) {
+				t.Errorf("%+q: the slot shows %+q, want it to end in /%s", tt.name, s, tt.shown)
 			}
+			if got := strings.Contains(q, "Note: the name contains hidden"); got != tt.hidden {
+				t.Errorf("%+q: hidden-character note %v, want %v: %s", tt.name, got, tt.hidden, q)
+			}
+			c := collapse(q)
+			if other, ok := seen[c]; ok {
+				t.Errorf("%+q and %+q read alike once whitespace collapses: %s", other, tt.name, c)
+			}
+			seen[c] = tt.name
+		}
 
-			// What was shown is what runs: approve "old  notes.txt" only.
-			ans := accept()
-			cs := e.connect(clientOptions{era: era, answer: ans})
-			two, one := filepath.Join(e.root, "old  notes.txt"), filepath.Join(e.root, "old notes.txt")
-			res, err := call(cs, two)
-			wantDeleted(t, res, err, two)
-			wantExists(t, one)
-			if q := ans.questions(); len(q) != 1 || !strings.Contains(q[0], `old\u{20}\u{20}notes.txt`) {
-				t.Errorf("approved question %q does not show the two spaces", q)
-			}
-			if !strings.Contains(text(res), `old\u{20}\u{20}notes.txt`) {
-				t.Errorf("result %q does not name the deleted file as shown", text(res))
-			}
-		})
-	}
+		// What was shown is what runs: approve "old  notes.txt" only.
+		ans := accept()
+		cs := e.connect(clientOptions{era: era, transport: transport, answer: ans})
+		two, one := filepath.Join(e.root, "old  notes.txt"), filepath.Join(e.root, "old notes.txt")
+		res, err := call(cs, two)
+		wantDeleted(t, res, err, two)
+		wantExists(t, one)
+		if q := ans.questions(); len(q) != 1 || !strings.Contains(q[0], `old\u{20}\u{20}notes.txt`) {
+			t.Errorf("approved question %q does not show the two spaces", q)
+		}
+		if !strings.Contains(text(res), `old\u{20}\u{20}notes.txt`) {
+			t.Errorf("result %q does not name the deleted file as shown", text(res))
+		}
+	})
 }
