@@ -3,7 +3,6 @@ package fuzz
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -211,12 +210,7 @@ func sanitizeNeutral(r rune) bool {
 // (Each rune is judged on its own: deriving the whole table would cost every
 // new fuzz worker seconds.)
 var sanitizeLookalikes = sync.OnceValue(func() func(rune) bool {
-	f, err := os.Open("../impl/prompt/testdata/confusables.txt")
-	if err != nil {
-		panic(err)
-	}
-	defer f.Close()
-	d, err := confusables.Parse(f)
+	d, err := confusables.Load("../impl/prompt/testdata/confusables.txt")
 	if err != nil {
 		panic(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"unicode"
@@ -73,6 +74,16 @@ func Parse(r io.Reader) (*Data, error) {
 		return nil, errors.New("confusables: no version line or no data")
 	}
 	return d, nil
+}
+
+// Load parses the confusables.txt at path.
+func Load(path string) (*Data, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("confusables: %w", err)
+	}
+	defer f.Close()
+	return Parse(f)
 }
 
 // codePoints parses space-separated hex code points.

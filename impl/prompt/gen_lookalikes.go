@@ -14,12 +14,7 @@ import (
 )
 
 func main() {
-	f, err := os.Open("testdata/confusables.txt")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer f.Close()
-	d, err := confusables.Parse(f)
+	d, err := confusables.Load("testdata/confusables.txt")
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package prompt_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -243,12 +242,7 @@ func neutral(r rune) bool {
 // lookalikeSymbols returns the code points that UTS #39 says look like
 // <, >, "..", \ or / and that are not letters.
 var lookalikeSymbols = sync.OnceValue(func() map[rune]bool {
-	f, err := os.Open("testdata/confusables.txt")
-	if err != nil {
-		panic(err)
-	}
-	defer f.Close()
-	d, err := confusables.Parse(f)
+	d, err := confusables.Load("testdata/confusables.txt")
 	if err != nil {
 		panic(err)
 	}
