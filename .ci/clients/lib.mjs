@@ -72,7 +72,8 @@ export function makeRoot(label) {
 export function makeKeyFile() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-confirm-key-'));
   const file = path.join(dir, 'keys');
-  fs.writeFileSync(file, `# test key, never used in production\n${'k'.repeat(24)}-interop-test-key-0123456789\n`, { mode: 0o600 });
+  // The format `mcp-confirm keygen` writes (package keyfile); a fixed test key.
+  fs.writeFileSync(file, '# test key, never used in production\nmcp-confirm-key-v1:aW50ZXJvcC10ZXN0LWtleS0wMTIzNDU2Nzg5YWJjZGVmPE1UXQ\n', { mode: 0o600 });
   return { file, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
 }
 

@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +20,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 )
 
 // The tests in this file run the built binary, as operators and attackers
@@ -363,5 +372,277 @@ func TestBinaryStdioSurvivesBadLines(t *testing.T) {
 		if ping["id"] != float64(100+i) || ping["result"] == nil {
 			t.Fatalf("ping after %.40q: %v", tt.line, ping)
 		}
+	}
+}
+
+// runBinary runs the binary to completion (at most 30 s) and returns its
+// exit code and output.
+func runBinary(t *testing.T, env []string, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("%v did not exit within 30 s; stderr:\n%s", args, errb.String())
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+// serves reports whether the binary, run with args over stdio, answers an
+// initialize, and returns its stderr.
+func serves(t *testing.T, env []string, args ...string) (bool, string) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }()
+	io.WriteString(in, initBody+"\n")
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Scan()
+		line <- sc.Text()
+	}()
+	select {
+	case l := <-line:
+		return strings.Contains(l, `"result"`), stderr.String()
+	case <-time.After(30 * time.Second):
+		return false, stderr.String()
+	}
+}
+
+// keygen writes a key file, --key-file reads it; a second keygen never
+// overwrites it, and a printed line appended to it is a second key.
+func TestBinaryKeygen(t *testing.T) {
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys")
+	if code, _, errOut := runBinary(t, nil, "", "keygen", keys); code != 0 {
+		t.Fatalf("keygen: exit %d\n%s", code, errOut)
+	}
+	fi, err := os.Stat(keys)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	if ok, errOut := serves(t, nil, "--key-file", keys); !ok {
+		t.Fatalf("--key-file of a new key file refused:\n%s", errOut)
+	}
+	before, _ := os.ReadFile(keys)
+	if code, _, errOut := runBinary(t, nil, "", "keygen", keys); code != 1 || !strings.Contains(errOut, "file exists") {
+		t.Fatalf("keygen over an existing file: exit %d\n%s", code, errOut)
+	}
+	if after, _ := os.ReadFile(keys); !bytes.Equal(before, after) {
+		t.Fatal("keygen changed an existing key file")
+	}
+	code, line, _ := runBinary(t, nil, "", "keygen")
+	if code != 0 || !strings.HasPrefix(line, "mcp-confirm-key-v1:") {
+		t.Fatalf("keygen to stdout: exit %d, %q", code, line)
+	}
+	f, _ := os.OpenFile(keys, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(line)
+	f.Close()
+	if ok, errOut := serves(t, nil, "--key-file", keys); !ok {
+		t.Fatalf("a key file with an appended key refused:\n%s", errOut)
+	}
+}
+
+// A key file others may read, and a typed passphrase, are refused at
+// start-up with the reason and the line, never the key.
+func TestBinaryKeyFileRefused(t *testing.T) {
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	if code, _, errOut := runBinary(t, nil, "", "keygen", open); code != 0 {
+		t.Fatal(errOut)
+	}
+	os.Chmod(open, 0o644)
+	pass := filepath.Join(dir, "pass")
+	os.WriteFile(pass, []byte("# typed by hand\ncorrect horse battery staple, sw0rdfish!\n"), 0o600)
+	b64 := filepath.Join(dir, "b64")
+	os.WriteFile(b64, []byte("U2VjcmV0S2V5VGhhdElzTm90UmVhbGx5UmFuZG9tQXRBbGxTb3JyeQ==\n"), 0o600)
+	for _, tt := range []struct {
+		file, want string
+	}{
+		{open, "has permissions 0644: group or others may read or write it"},
+		{pass, "line 2: not a key"},
+		{b64, "line 1: a bare base64 string"},
+	} {
+		code, _, errOut := runBinary(t, nil, "", "--key-file", tt.file)
+		if code != 2 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%s: exit %d, want 2 and %q:\n%s", filepath.Base(tt.file), code, tt.want, errOut)
+		}
+		if strings.Contains(errOut, "horse") || strings.Contains(errOut, "U2Vjcm") {
+			t.Errorf("%s: stderr shows the key:\n%s", filepath.Base(tt.file), errOut)
+		}
+	}
+}
+
+func redisURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("MCP_CONFIRM_REDIS_URL")
+	if u == "" {
+		t.Skip("set MCP_CONFIRM_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run this test against Redis")
+	}
+	return u
+}
+
+// The ledger URL from the environment is used (the confirmation lands in
+// Redis under the --name namespace); a password on the command line draws
+// a warning, the same URL from the environment or a file does not, and
+// the password is never shown.
+func TestBinaryLedgerFromEnvironment(t *testing.T) {
+	rurl := redisURL(t)
+	name := fmt.Sprintf("ops-env-%d", time.Now().UnixNano())
+	root := t.TempDir()
+	f := filepath.Join(root, "a.txt")
+	os.WriteFile(f, []byte("a"), 0o644)
+	env := []string{"MCP_CONFIRM_LEDGER=" + rurl}
+	state, errOut := askOverStdio(t, env, f, "--root", root, "--name", name)
+	if state == "" {
+		t.Fatalf("no question asked:\n%s", errOut)
+	}
+	if n := redisKeys(t, rurl, "mcp-confirm:{"+name+"}:*"); n == 0 {
+		t.Fatalf("nothing in Redis under the namespace of --name %s", name)
+	}
+
+	u, err := url.Parse(rurl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("default", "s3cret-pw")
+	withPW := u.String()
+	code, _, errOut := runBinary(t, nil, "", "--ledger", withPW)
+	if !strings.Contains(errOut, "--ledger carries a password on the command line") || strings.Contains(errOut, "s3cret-pw") {
+		t.Fatalf("password in argv: exit %d, stderr:\n%s", code, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "ledger")
+	os.WriteFile(file, []byte(withPW+"\n"), 0o600)
+	for _, run := range [][]string{{"MCP_CONFIRM_LEDGER=" + withPW}, nil} {
+		args := []string{}
+		if run == nil {
+			args = []string{"--ledger-file", file}
+		}
+		_, _, errOut := runBinary(t, run, "", args...)
+		if strings.Contains(errOut, "carries a password") || strings.Contains(errOut, "s3cret-pw") {
+			t.Fatalf("%v %v: stderr:\n%s", run, args, errOut)
+		}
+	}
+}
+
+// mrtrClient connects a 2026-07-28 client that answers questions by hand
+// to a binary started with args over stdio.
+func mrtrClient(t *testing.T, env []string, args ...string) (*mcp.ClientSession, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	c := mcp.NewClient(&mcp.Implementation{Name: "ops-test", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("answered by hand")
+		},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, stderr
+}
+
+// askOverStdio asks to delete path on a binary run with args, and returns
+// the sealed requestState of the question ("" if none was asked).
+func askOverStdio(t *testing.T, env []string, path string, args ...string) (string, string) {
+	t.Helper()
+	cs, stderr := mrtrClient(t, env, args...)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": path}})
+	if err != nil || !res.NeedsInput() {
+		return "", fmt.Sprintf("%v %+v\n%s", err, res, stderr.String())
+	}
+	return res.RequestState, stderr.String()
+}
+
+// answerOverStdio approves state on a binary run with args.
+func answerOverStdio(t *testing.T, env []string, path, state string, args ...string) (*mcp.CallToolResult, error) {
+	t.Helper()
+	cs, _ := mrtrClient(t, env, args...)
+	return cs.CallTool(context.Background(), &mcp.CallToolParams{
+		Name:           "delete_file",
+		Arguments:      map[string]any{"path": path},
+		InputResponses: mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}},
+		RequestState:   state,
+	})
+}
+
+// redisKeys counts the keys matching pattern.
+func redisKeys(t *testing.T, rawURL, pattern string) int {
+	t.Helper()
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	keys, err := c.Keys(context.Background(), pattern).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(keys)
+}
+
+// --name is the audience and the ledger's namespace: a replica of the same
+// name (same key file, same Redis) redeems an approval; a service of
+// another name sharing both refuses it at the boundary.
+func TestBinaryName(t *testing.T) {
+	rurl := redisURL(t)
+	dir := t.TempDir()
+	keys := filepath.Join(dir, "keys")
+	if code, _, errOut := runBinary(t, nil, "", "keygen", keys); code != 0 {
+		t.Fatal(errOut)
+	}
+	root := t.TempDir()
+	f := filepath.Join(root, "a.txt")
+	os.WriteFile(f, []byte("a"), 0o644)
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	env := []string{"MCP_CONFIRM_LEDGER=" + rurl}
+	replica := func(name string) []string {
+		return []string{"--root", root, "--key-file", keys, "--name", name + suffix}
+	}
+	state, errOut := askOverStdio(t, env, f, replica("ops-a-")...)
+	if state == "" {
+		t.Fatalf("no question:\n%s", errOut)
+	}
+	_, err := answerOverStdio(t, env, f, state, replica("ops-b-")...)
+	if werr, ok := errors.AsType[*jsonrpc.Error](err); !ok || werr.Code != requeststate.RejectCode {
+		t.Fatalf("another --name: want the boundary's refusal, got %v", err)
+	}
+	if _, err := os.Stat(f); err != nil {
+		t.Fatalf("another --name acted: %v", err)
+	}
+	res, err := answerOverStdio(t, env, f, state, replica("ops-a-")...)
+	if err != nil || res.IsError {
+		t.Fatalf("a replica of the same --name: %v %+v", err, res)
+	}
+	if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("not deleted by a replica of the same --name")
+	}
+	if redisKeys(t, rurl, "mcp-confirm:{ops-a-"+suffix+"}:*") == 0 || redisKeys(t, rurl, "mcp-confirm:{ops-b-"+suffix+"}:*") != 0 {
+		t.Fatal("the confirmation is not kept under the namespace of its --name alone")
 	}
 }

@@ -4,14 +4,15 @@
 //
 // Usage:
 //
-//	mcp-confirm --root DIR [--root DIR ...] [--http ADDR] [--key-file FILE] [--ttl 10m] [--ledger URL]
+//	mcp-confirm --root DIR [--root DIR ...] [--http ADDR] [--key-file FILE] [--ttl 10m] [--ledger-file FILE]
+//	mcp-confirm keygen [FILE]
+//	mcp-confirm proxy [flags] -- COMMAND [ARGS...]
 //
 // It speaks MCP over stdio unless --http is given. Run mcp-confirm --help
 // for every flag.
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -37,10 +38,9 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	roots    []string
-	keyFile  string
 	ttl      time.Duration
-	ledger   string
 	logLevel slog.Level
+	shared   sharedFlags
 	front    frontFlags
 }
 
@@ -60,10 +60,12 @@ const usage = `mcp-confirm — an MCP server whose delete_file tool asks before 
 
 Usage:
   mcp-confirm --root DIR [--root DIR ...] [flags]
+  mcp-confirm keygen FILE      write a new key file for --key-file (owner-only)
+  mcp-confirm keygen           print one new key line (to append when rotating)
+  mcp-confirm proxy --help     the confirming proxy for other MCP servers
 
 It serves MCP over stdio unless --http is given. Without --root, every
-delete_file call is refused. "mcp-confirm proxy --help" describes the
-confirming proxy for other MCP servers.
+delete_file call is refused.
 
 Flags:
 `
@@ -74,9 +76,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("mcp-confirm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Var(&roots, "root", "a directory inside which files may be deleted; repeatable; fixed at start-up")
-	fs.StringVar(&c.keyFile, "key-file", "", "file of requestState secrets, one per line (each at least 32 bytes; the first seals, all verify; '#' starts a comment).\nShare it between replicas. Without it, a random key known only to this process is used")
+	c.shared.register(fs, server.DefaultName)
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
-	fs.StringVar(&c.ledger, "ledger", "memory:", "where pending confirmations are kept: memory: (this process only), redis://[:PASSWORD@]HOST:PORT/DB,\nor postgres://USER@HOST:PORT/DB. Replicas behind one load balancer must share a redis:// or postgres:// ledger\nand their --key-file")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
 	c.front.register(fs)
 	fs.Usage = func() {
@@ -95,8 +96,8 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if err := c.front.resolve(fs, c.ttl); err != nil {
 		return c, err
 	}
-	if err := server.CheckStoreURL(c.ledger); err != nil {
-		return c, fmt.Errorf("--ledger: %w", err)
+	if err := c.shared.resolve(os.Getenv); err != nil {
+		return c, err
 	}
 	c.roots = roots
 	return c, nil
@@ -105,6 +106,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "proxy" {
 		return runProxy(ctx, args[1:], stdin, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "keygen" {
+		return runKeygen(args[1:], stdout, stderr)
 	}
 	c, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -115,22 +119,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
-	var keys [][]byte
-	if c.keyFile != "" {
-		if keys, err = readKeys(c.keyFile); err != nil {
-			fmt.Fprintf(stderr, "mcp-confirm: --key-file: %v\n", err)
-			return 2
-		}
-	}
-	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	store, closeStore, err := server.OpenStore(openCtx, c.ledger, server.DefaultName)
-	cancel()
+	keys, err := c.shared.keys()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-confirm: --ledger: %v\n", err)
+		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
+		return 2
+	}
+	store, closeStore, err := c.shared.openStore(ctx, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
 		return 1
 	}
 	defer closeStore()
-	srv, err := newServer(server.Options{Roots: c.roots, Keys: keys, TTL: c.ttl, Store: store, Logger: log})
+	srv, err := newServer(server.Options{Name: c.shared.name, Roots: c.roots, Keys: keys, TTL: c.ttl, Store: store, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
 		return 2
@@ -143,13 +143,4 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 1
 	}
 	return 0
-}
-
-func readKeys(path string) ([][]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return requeststate.ReadKeyFile(bufio.NewReader(f))
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
-	"github.com/mcp-confirm/mcp-confirm/impl/server"
 )
 
 // proxyConfig is the parsed command line of the proxy subcommand.
@@ -24,11 +23,9 @@ type proxyConfig struct {
 	command     []string // the upstream command and its arguments
 	upstreamURL string
 	policy      string
-	name        string
-	keyFile     string
 	ttl         time.Duration
-	ledger      string
 	logLevel    slog.Level
+	shared      sharedFlags
 	front       frontFlags
 }
 
@@ -53,10 +50,8 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.upstreamURL, "upstream", "", "connect to an upstream MCP server over streamable HTTP at this URL, instead of starting COMMAND")
 	fs.StringVar(&c.policy, "policy", "", "TOML policy: name (the upstream's name in questions), allow/ask/deny lists of tool globs, default,\nallow_read_only_hint, [questions] templates. Without it, every tool is asked")
-	fs.StringVar(&c.name, "name", proxy.DefaultName, "the proxy's server name and requestState audience; replicas behind one load balancer share it")
-	fs.StringVar(&c.keyFile, "key-file", "", "file of requestState secrets, one per line (each at least 32 bytes; the first seals, all verify).\nShare it between replicas. Without it, a random key known only to this process is used")
+	c.shared.register(fs, proxy.DefaultName)
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
-	fs.StringVar(&c.ledger, "ledger", "memory:", "where pending confirmations are kept: memory:, redis://[:PASSWORD@]HOST:PORT/DB or postgres://USER@HOST:PORT/DB.\nReplicas must share a redis:// or postgres:// ledger and their --key-file")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
 	c.front.register(fs)
 	fs.Usage = func() {
@@ -81,14 +76,11 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	if c.ttl <= 0 {
 		return c, fmt.Errorf("--ttl %v: must be positive", c.ttl)
 	}
-	if c.name == "" {
-		return c, errors.New("--name: empty")
+	if err := c.shared.resolve(os.Getenv); err != nil {
+		return c, err
 	}
 	if err := c.front.resolve(fs, c.ttl); err != nil {
 		return c, err
-	}
-	if err := server.CheckStoreURL(c.ledger); err != nil {
-		return c, fmt.Errorf("--ledger: %w", err)
 	}
 	return c, nil
 }
@@ -118,18 +110,14 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return 2
 		}
 	}
-	var keys [][]byte
-	if c.keyFile != "" {
-		if keys, err = readKeys(c.keyFile); err != nil {
-			fmt.Fprintf(stderr, "mcp-confirm proxy: --key-file: %v\n", err)
-			return 2
-		}
-	}
-	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	store, closeStore, err := server.OpenStore(openCtx, c.ledger, c.name)
-	cancel()
+	keys, err := c.shared.keys()
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-confirm proxy: --ledger: %v\n", err)
+		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
+		return 2
+	}
+	store, closeStore, err := c.shared.openStore(ctx, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
 		return 1
 	}
 	defer closeStore()
@@ -148,7 +136,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	p, err := proxy.New(startCtx, proxy.Options{
 		Connect: connect,
 		Policy:  policy,
-		Name:    c.name,
+		Name:    c.shared.name,
 		Keys:    keys,
 		TTL:     c.ttl,
 		Store:   store,

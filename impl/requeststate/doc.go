@@ -41,8 +41,8 @@
 //     trusting an answer.
 //   - survival. With no Keys, the key is random and held only by this
 //     process: tokens die with a restart and are refused by other replicas.
-//     Share keys ([ReadKeyFile]) across replicas that must accept each
-//     other's tokens.
+//     Share keys (a key file: package keyfile) across replicas that must
+//     accept each other's tokens.
 //   - distinct principals when the transport has none: every
 //     unauthenticated caller has principal "", so on an unauthenticated
 //     server the token itself is the only capability.

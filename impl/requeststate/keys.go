@@ -1,19 +1,15 @@
 package requeststate
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
-	"errors"
 	"fmt"
-	"io"
 )
 
-// MinSecretLen is the shortest secret New and ReadKeyFile accept, in bytes.
+// MinSecretLen is the shortest secret New accepts, in bytes.
 const MinSecretLen = 32
 
 // HKDF labels. Distinct labels make the AEAD key, the principal-hash key and
@@ -94,49 +90,4 @@ func buildRing(secrets [][]byte) ([]ringKey, error) {
 		ring = append(ring, k)
 	}
 	return ring, nil
-}
-
-// ReadKeyFile parses a key file: one secret per line, the line's raw bytes
-// (a trailing "\r" is trimmed; nothing else is, so trailing spaces are part
-// of the secret). Blank lines and lines starting with '#' are ignored. Every
-// secret must be at least [MinSecretLen] bytes and appear once; the first
-// seals new tokens and all verify (see [Options.Keys] for rotation). Errors
-// wrap [ErrKey] and name line numbers, never secret bytes. A file with no
-// secrets is an error, so an empty file can never silently fall back to an
-// ephemeral key.
-func ReadKeyFile(r io.Reader) ([][]byte, error) {
-	br := bufio.NewReader(r)
-	var (
-		secrets [][]byte
-		lines   []int // line number of each secret
-	)
-	for n := 1; ; n++ {
-		line, err := br.ReadBytes('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: reading key file at line %d: %v", ErrKey, n, err)
-		}
-		eof := err != nil
-		line = bytes.TrimSuffix(line, []byte("\n"))
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		switch {
-		case len(line) == 0, line[0] == '#':
-		case len(line) < MinSecretLen:
-			return nil, fmt.Errorf("%w: key file line %d: secret is %d bytes, need at least %d", ErrKey, n, len(line), MinSecretLen)
-		default:
-			for i, prev := range secrets {
-				if hmac.Equal(prev, line) {
-					return nil, fmt.Errorf("%w: key file line %d duplicates line %d", ErrKey, n, lines[i])
-				}
-			}
-			secrets = append(secrets, bytes.Clone(line))
-			lines = append(lines, n)
-		}
-		if eof {
-			break
-		}
-	}
-	if len(secrets) == 0 {
-		return nil, fmt.Errorf("%w: key file holds no secrets", ErrKey)
-	}
-	return secrets, nil
 }

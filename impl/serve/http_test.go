@@ -491,3 +491,28 @@ func TestHTTPBothEras(t *testing.T) {
 		cs.Close()
 	}
 }
+
+// The default message limit fits the largest delete_file call: a path of
+// PATH_MAX (4096) bytes, every one escaped as \u00XX, with a generous
+// requestState; headers over MaxHeaderBytes get 431.
+func TestHTTPMessageLimitFitsLargestCall(t *testing.T) {
+	path := strings.Repeat(`\u0001`, 4096)
+	state := strings.Repeat("s", 2048) // sealed states are a few hundred bytes
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_file","arguments":{"path":"` + path +
+		`"},"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}},"requestState":"` + state + `",` + mrtrMeta + `}}`
+	t.Logf("largest delete_file call: %d bytes of %d", len(body), serve.DefaultMaxMessageBytes)
+	if len(body) > serve.DefaultMaxMessageBytes/2 {
+		t.Fatalf("the largest call is %d bytes: the default limit %d leaves too little room", len(body), serve.DefaultMaxMessageBytes)
+	}
+	url := front(t, newServer(), serve.HTTPOptions{})
+	resp := post(t, http.DefaultClient, url, serve.ProtocolMRTR, "", body)
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusRequestEntityTooLarge {
+		t.Fatal("the largest call got 413")
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(mrtrList))
+	req.Header.Set("X-Pad", strings.Repeat("x", serve.DefaultMaxHeaderBytes+4096)) // net/http allows 4 KiB of slack
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("oversized headers: %v %v, want 431", resp, err)
+	}
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/keyfile"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/server"
+)
+
+// ledgerEnv names the environment variable that may hold the ledger URL:
+// a process's environment is readable by its own user and root only,
+// unlike its arguments.
+const ledgerEnv = "MCP_CONFIRM_LEDGER"
+
+// sharedFlags are what the replicas of one service share: its name, its
+// key file and its ledger. The server and the proxy both use them.
+type sharedFlags struct {
+	name       string
+	keyFile    string
+	ledger     string // as given by --ledger
+	ledgerFile string
+
+	url      string   // the ledger URL in force, once resolved
+	source   string   // where it came from, for messages
+	warnings []string // to log once a logger exists
+}
+
+// register defines the flags on fs; defaultName is the service's name.
+func (s *sharedFlags) register(fs *flag.FlagSet, defaultName string) {
+	fs.StringVar(&s.name, "name", defaultName, "the service's name: the requestState audience and the ledger's namespace. Replicas of one service share it;\ndifferent services sharing a Redis or PostgreSQL must not. Letters, digits, '.', '_' and '-'")
+	fs.StringVar(&s.keyFile, "key-file", "", "file of requestState keys, one "+keyfile.Prefix+"… line each, as `mcp-confirm keygen FILE` writes\n(the first seals, all verify; '#' starts a comment). It must be readable by its owner only. Share it between\nreplicas. Without it, a random key known only to this process is used")
+	fs.StringVar(&s.ledger, "ledger", "", "where pending confirmations are kept: memory: (this process only), redis://HOST:PORT/DB or\npostgres://USER@HOST:PORT/DB. Replicas behind one load balancer must share a redis:// or postgres:// ledger.\nA URL with a password belongs in $"+ledgerEnv+" or --ledger-file, not here, where every local user can\nread it (default: $"+ledgerEnv+", else memory:)")
+	fs.StringVar(&s.ledgerFile, "ledger-file", "", "read the ledger URL from this file (its first line that is not blank or a '#' comment); the file must be\nreadable by its owner only")
+}
+
+// validName keeps names usable as a Redis hash tag and a log field.
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// resolve checks the flags and finds the ledger URL: --ledger, else
+// --ledger-file, else $MCP_CONFIRM_LEDGER, else memory:. getenv reads the
+// environment.
+func (s *sharedFlags) resolve(getenv func(string) string) error {
+	if !validName.MatchString(s.name) {
+		return fmt.Errorf("--name %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", s.name)
+	}
+	switch {
+	case s.ledger != "" && s.ledgerFile != "":
+		return errors.New("--ledger and --ledger-file both given; choose one")
+	case s.ledger != "":
+		s.url, s.source = s.ledger, "--ledger"
+		if hasPassword(s.ledger) {
+			s.warnings = append(s.warnings, "--ledger carries a password on the command line, where every local user can read it (ps, /proc); pass the URL in $"+ledgerEnv+" or --ledger-file instead")
+		}
+	case s.ledgerFile != "":
+		u, err := readLedgerFile(s.ledgerFile)
+		if err != nil {
+			return fmt.Errorf("--ledger-file: %w", err)
+		}
+		s.url, s.source = u, "--ledger-file "+s.ledgerFile
+	case getenv(ledgerEnv) != "":
+		s.url, s.source = getenv(ledgerEnv), "$"+ledgerEnv
+	default:
+		s.url, s.source = "memory:", "--ledger"
+	}
+	if err := server.CheckStoreURL(s.url); err != nil {
+		return fmt.Errorf("%s: %w", s.source, err)
+	}
+	return nil
+}
+
+// hasPassword reports whether a ledger URL carries a password.
+func hasPassword(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return strings.Contains(raw, "@") // unparsable: assume the worst
+	}
+	if _, ok := u.User.Password(); ok {
+		return true
+	}
+	q := u.Query()
+	return q.Has("password") || q.Has("sslpassword")
+}
+
+// readLedgerFile reads the URL of a ledger file, checked like a key file.
+func readLedgerFile(path string) (string, error) {
+	f, err := keyfile.OpenSecret(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var found string
+	sc := bufio.NewScanner(io.LimitReader(f, 64<<10))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || line[0] == '#':
+		case found != "":
+			return "", fmt.Errorf("%s: line %d: a second URL (the file holds one)", path, n)
+		default:
+			found = line
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if found == "" {
+		return "", fmt.Errorf("%s holds no URL", path)
+	}
+	return found, nil
+}
+
+// keys reads --key-file; nil without it.
+func (s *sharedFlags) keys() ([][]byte, error) {
+	if s.keyFile == "" {
+		return nil, nil
+	}
+	keys, err := keyfile.Read(s.keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--key-file: %w", err)
+	}
+	return keys, nil
+}
+
+// openStore opens the ledger store, its keys namespaced by the name.
+func (s *sharedFlags) openStore(ctx context.Context, log *slog.Logger) (ledger.Store, func(), error) {
+	for _, w := range s.warnings {
+		log.Warn(w)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	store, closeStore, err := server.OpenStore(ctx, s.url, s.name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", s.source, err)
+	}
+	return store, closeStore, nil
+}
