@@ -52,7 +52,7 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // upstream is an in-process go-sdk MCP server that the proxy fronts. It
 // counts every call each tool receives and keeps the arguments.
 type upstream struct {
-	t      *testing.T
+	t      testing.TB
 	era    string
 	server *mcp.Server
 	mu     sync.Mutex
@@ -75,7 +75,7 @@ type readArgs struct {
 	Path string `json:"path"`
 }
 
-func newUpstream(t *testing.T, era string) *upstream {
+func newUpstream(t testing.TB, era string) *upstream {
 	t.Helper()
 	u := &upstream{t: t, era: era, calls: map[string][]map[string]any{}}
 	opts := &mcp.ServerOptions{
@@ -178,7 +178,7 @@ func (c cutConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // env is one proxy in front of one upstream.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	up     *upstream
 	proxy  *proxy.Proxy
 	log    *syncBuffer
@@ -192,6 +192,7 @@ type envOptions struct {
 	policy      string // TOML; "" means the default test policy
 	store       ledger.Store
 	name        string
+	quiet       bool // log nothing (benchmarks)
 }
 
 const testPolicy = `
@@ -200,7 +201,7 @@ allow = ["read"]
 deny = ["delete"]
 `
 
-func newEnv(t *testing.T, o envOptions) *env {
+func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	if o.upstreamEra == "" {
 		o.upstreamEra = eraMRTR
@@ -216,6 +217,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatalf("ParsePolicy: %v", err)
 	}
 	e := &env{t: t, up: o.up, log: &syncBuffer{}}
+	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if o.quiet {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := proxy.New(ctx, proxy.Options{
@@ -224,7 +229,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		Name:    o.name,
 		Keys:    [][]byte{testKey},
 		Store:   o.store,
-		Logger:  slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:  logger,
 		Observe: func(ev ledger.Event) {
 			e.mu.Lock()
 			e.events = append(e.events, ev)
@@ -449,7 +454,7 @@ func wantResult(t *testing.T, res *mcp.CallToolResult, err error, want string) {
 
 // uniqueName is a fresh audience, so concurrent tests never share a
 // namespace in a shared store.
-func uniqueName(t *testing.T) string {
+func uniqueName(t testing.TB) string {
 	b := make([]byte, 8)
 	rand.Read(b)
 	return "mcp-confirm-proxy-test-" + hex.EncodeToString(b)
