@@ -31,12 +31,14 @@ const bin = binary();
 const here = path.dirname(new URL(import.meta.url).pathname);
 const upstreamEntry = path.join(here, 'node_modules', UPSTREAM, 'dist', 'index.js');
 
-// The README's policy, word for word.
-const POLICY = `name = "filesystem"
-allow = ["read_*", "list_*", "search_files", "get_file_info", "directory_tree"]
-ask = ["write_file", "edit_file", "move_file"]
-deny = ["create_directory"]
-`;
+// The README's policy, read from the README itself (TestReadmePolicy checks
+// the Go tests run the same one).
+const readme = fs.readFileSync(path.join(here, '..', '..', 'README.md'), 'utf8');
+const POLICY = /<!-- proxy-policy[^\n]*\n```toml\n([\s\S]*?)```/.exec(readme)?.[1];
+if (!POLICY) {
+  console.log('FAIL harness: README.md has no proxy-policy toml block');
+  process.exit(1);
+}
 
 /** A fresh directory for the filesystem server, with one file in it. */
 function makeDir(ctx) {

@@ -18,10 +18,31 @@ import (
 
 // filesystemPolicy is the README's policy for the filesystem server.
 const filesystemPolicy = `name = "filesystem"
+default = "ask"
 allow = ["read_*", "list_*", "search_files", "get_file_info", "directory_tree"]
 ask = ["write_file", "edit_file", "move_file"]
 deny = ["create_directory"]
 `
+
+// The README's proxy policy is the one these tests run.
+func TestReadmePolicy(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(b), "<!-- proxy-policy")
+	_, block, ok2 := strings.Cut(after, "```toml\n")
+	block, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README.md has no proxy-policy toml block")
+	}
+	if block != filesystemPolicy {
+		t.Fatalf("README's policy:\n%s\ntests run:\n%s", block, filesystemPolicy)
+	}
+	if n := strings.Count(block, "\n"); n != 5 {
+		t.Fatalf("README's policy has %d lines, want five", n)
+	}
+}
 
 // filesystemServer returns the command line of the real
 // @modelcontextprotocol/server-filesystem (the exact version pinned in

@@ -1,13 +1,17 @@
 package proxy_test
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 )
 
 // A confirmed call, in every pairing of protocol eras (client ↔ proxy ↔
@@ -110,6 +114,46 @@ func TestProxyResultTypeOnTheWire(t *testing.T) {
 	} {
 		if got := post(tc.method, tc.name, tc.params); !strings.Contains(got, tc.want) {
 			t.Errorf("%s %s: response lacks %s:\n%s", tc.method, tc.params, tc.want, got)
+		}
+	}
+}
+
+// An upstream reached over streamable HTTP (--upstream URL) works like one
+// over stdio: a confirmed call, asked once and forwarded once, in both
+// eras on both sides.
+func TestProxyUpstreamOverHTTP(t *testing.T) {
+	for _, down := range eras {
+		for _, up := range eras {
+			t.Run("client "+down+"/upstream "+up, func(t *testing.T) {
+				u := newUpstream(t, up)
+				handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.server }, nil)
+				if up == eraMRTR {
+					handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.server }, &mcp.StreamableHTTPOptions{Stateless: true})
+				}
+				hs := httptest.NewServer(handler)
+				t.Cleanup(hs.Close)
+				pol, _ := proxy.ParsePolicy(strings.NewReader(testPolicy))
+				p, err := proxy.New(t.Context(), proxy.Options{
+					Connect: func(context.Context) (mcp.Transport, error) {
+						return &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hs.Client()}, nil
+					},
+					Policy: pol,
+					Logger: slog.New(slog.DiscardHandler),
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { p.Close() })
+				e := &env{t: t, up: u, proxy: p, log: &syncBuffer{}}
+				a := accept()
+				cs := e.connect(clientOptions{era: down, answer: a})
+				res, err := write(cs, "/tmp/a.txt", "x")
+				wantResult(t, res, err, "wrote /tmp/a.txt")
+				u.wantCalls(t, "write", 1)
+				if len(a.questions()) != 1 {
+					t.Fatalf("asked %d times", len(a.questions()))
+				}
+			})
 		}
 	}
 }
