@@ -256,7 +256,11 @@ func Dir(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(d) })
+	t.Cleanup(func() {
+		if err := os.RemoveAll(d); err != nil {
+			t.Errorf("beneathtest: removing %s: %v", d, err)
+		}
+	})
 	if err := os.Chmod(d, 0o755); err != nil {
 		t.Fatal(err)
 	}
