@@ -2,7 +2,10 @@
 // controls/{liar,sneaky}-server.mjs, stand-ins that answer exactly like mcp-confirm
 // but lie about the filesystem, and require each case to FAIL on the
 // filesystem check. A script whose checks only read the server's words would
-// pass these cases; so would a harness that never ran them.
+// pass these cases; so would a harness that never ran them. The proxy's
+// script runs against the real binary with a policy that gates nothing, or
+// hides nothing: its cases must fail on what it checks (a question asked, a
+// denied tool hidden), not pass because the server said so.
 
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -19,6 +22,20 @@ for (const script of ['ts-sdk-v1.mjs', 'ts-client-v2.mjs']) {
   );
 }
 
+const MRTR_STDIO = '2026-07-28 stdio write-edit-move-once, reads allowed, create_directory invisible';
+const LEGACY_STDIO = 'legacy stdio write-edit-move-once, reads allowed, create_directory invisible';
+controls.push(
+  {
+    script: 'proxy-filesystem.mjs', mode: 'proxy allowing everything', cases: [MRTR_STDIO, LEGACY_STDIO],
+    env: { MCP_CONFIRM_PROXY_POLICY: 'allow = ["*"]\n' }, want: 'tools/list shows the denied create_directory',
+  },
+  {
+    script: 'proxy-filesystem.mjs', mode: 'proxy allowing the writes', cases: [MRTR_STDIO, LEGACY_STDIO],
+    env: { MCP_CONFIRM_PROXY_POLICY: 'allow = ["read_*", "list_*", "write_file", "edit_file", "move_file"]\ndeny = ["create_directory"]\n' },
+    want: 'asked 0 times, want 3',
+  },
+);
+
 let passed = 0;
 let failed = 0;
 for (const c of controls) {
@@ -27,7 +44,9 @@ for (const c of controls) {
     cwd: here,
     encoding: 'utf8',
     timeout: 60_000,
-    env: { ...process.env, MCP_CONFIRM_BIN: path.join(here, 'controls', `${c.mode}-server.mjs`), CASE_FILTER: filter },
+    env: c.env
+      ? { ...process.env, ...c.env, CASE_FILTER: filter }
+      : { ...process.env, MCP_CONFIRM_BIN: path.join(here, 'controls', `${c.mode}-server.mjs`), CASE_FILTER: filter },
   });
   const lines = (r.stdout ?? '').split('\n');
   for (const name of c.cases) {

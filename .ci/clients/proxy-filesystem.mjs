@@ -34,7 +34,9 @@ const upstreamEntry = path.join(here, 'node_modules', UPSTREAM, 'dist', 'index.j
 // The README's policy, read from the README itself (TestReadmePolicy checks
 // the Go tests run the same one).
 const readme = fs.readFileSync(path.join(here, '..', '..', 'README.md'), 'utf8');
-const POLICY = /<!-- proxy-policy[^\n]*\n```toml\n([\s\S]*?)```/.exec(readme)?.[1];
+// MCP_CONFIRM_PROXY_POLICY replaces it for controls.mjs only (a policy that
+// gates nothing, which the cases must catch); run.sh never sets it.
+const POLICY = process.env.MCP_CONFIRM_PROXY_POLICY ?? /<!-- proxy-policy[^\n]*\n```toml\n([\s\S]*?)```/.exec(readme)?.[1];
 if (!POLICY) {
   console.log('FAIL harness: README.md has no proxy-policy toml block');
   process.exit(1);

@@ -73,7 +73,7 @@ run_script ts-sdk-v1.mjs 120
 run_script one-address.mjs 60
 run_script proxy-filesystem.mjs 420
 run_script conformance.mjs 330
-run_script controls.mjs 120
+run_script controls.mjs 180
 
 elapsed=$(( $(date +%s) - start ))
 echo "--- clients: $total_xfail of the passes are XFAIL (expected failures listed with reasons in .ci/clients/baseline.yml); ${elapsed}s"
