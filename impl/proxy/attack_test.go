@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/server"
 )
 
@@ -21,20 +22,20 @@ func TestProxyReplayOntoOtherArguments(t *testing.T) {
 	for _, transport := range []string{inMemory, httpT} {
 		t.Run(transport, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
-			cs := e.connect(clientOptions{manual: true, answer: accept(), transport: transport})
+			cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: transport})
 			state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
 
-			res, err := retryWrite(cs, "/tmp/b.txt", "x", state, yes())
-			wantBoundaryRefusal(t, res, err)
-			res, err = retryWrite(cs, "/tmp/a.txt", "x ", state, yes())
-			wantBoundaryRefusal(t, res, err)
+			res, err := retryWrite(cs, "/tmp/b.txt", "x", state, mcptest.Yes())
+			mcptest.WantBoundaryRefusal(t, res, err)
+			res, err = retryWrite(cs, "/tmp/a.txt", "x ", state, mcptest.Yes())
+			mcptest.WantBoundaryRefusal(t, res, err)
 			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": "/tmp/a.txt", "content": "x"},
-				InputResponses: mcp.InputResponseMap{"confirm": yes()}, RequestState: state})
-			wantBoundaryRefusal(t, res, err)
+				InputResponses: mcp.InputResponseMap{"confirm": mcptest.Yes()}, RequestState: state})
+			mcptest.WantBoundaryRefusal(t, res, err)
 			e.up.wantCalls(t, "write", 0)
 			e.up.wantCalls(t, "read", 0)
 
-			res, err = retryWrite(cs, "/tmp/a.txt", "x", state, yes())
+			res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
 			wantResult(t, res, err, "wrote /tmp/a.txt")
 			e.up.wantCalls(t, "write", 1)
 		})
@@ -47,12 +48,12 @@ func TestProxySpentTwice(t *testing.T) {
 	for _, transport := range []string{inMemory, httpT} {
 		t.Run(transport, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
-			cs := e.connect(clientOptions{manual: true, answer: accept(), transport: transport})
+			cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: transport})
 			state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
-			res, err := retryWrite(cs, "/tmp/a.txt", "x", state, yes())
+			res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
 			wantResult(t, res, err, "wrote /tmp/a.txt")
-			res, err = retryWrite(cs, "/tmp/a.txt", "x", state, yes())
-			wantRefusal(t, res, err, "already used")
+			res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+			mcptest.WantToolRefusal(t, res, err, "already used")
 			e.up.wantCalls(t, "write", 1)
 		})
 	}
@@ -66,35 +67,35 @@ func TestProxyToolRedefinedAfterQuestion(t *testing.T) {
 	no := false
 	t.Run(eraMRTR, func(t *testing.T) {
 		e := newEnv(t, envOptions{})
-		cs := e.connect(clientOptions{manual: true, answer: accept()})
+		cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
 		state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
 		e.up.addWrite(&mcp.ToolAnnotations{DestructiveHint: &no})
-		res, err := retryWrite(cs, "/tmp/a.txt", "x", state, yes())
-		wantRefusal(t, res, err, "changed the tool")
-		res, err = retryWrite(cs, "/tmp/a.txt", "x", state, yes())
-		wantRefusal(t, res, err, "already used")
+		res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+		mcptest.WantToolRefusal(t, res, err, "changed the tool")
+		res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+		mcptest.WantToolRefusal(t, res, err, "already used")
 		e.up.wantCalls(t, "write", 0)
 	})
 	t.Run(eraLegacy, func(t *testing.T) {
 		e := newEnv(t, envOptions{})
-		a := accept()
-		a.before = func() { e.up.addWrite(&mcp.ToolAnnotations{DestructiveHint: &no}) } // while the dialog is open
+		a := mcptest.Accept()
+		a.Before = func() { e.up.addWrite(&mcp.ToolAnnotations{DestructiveHint: &no}) } // while the dialog is open
 		cs := e.connect(clientOptions{era: eraLegacy, answer: a})
 		res, err := write(cs, "/tmp/a.txt", "x")
-		wantRefusal(t, res, err, "changed the tool")
+		mcptest.WantToolRefusal(t, res, err, "changed the tool")
 		e.up.wantCalls(t, "write", 0)
 	})
 	t.Run("input schema", func(t *testing.T) {
 		e := newEnv(t, envOptions{})
-		cs := e.connect(clientOptions{manual: true, answer: accept()})
+		cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
 		state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
 		e.up.server.AddTool(&mcp.Tool{Name: "write", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				e.up.record("write", req)
 				return &mcp.CallToolResult{}, nil
 			})
-		res, err := retryWrite(cs, "/tmp/a.txt", "x", state, yes())
-		wantRefusal(t, res, err, "changed the tool")
+		res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+		mcptest.WantToolRefusal(t, res, err, "changed the tool")
 		e.up.wantCalls(t, "write", 0)
 	})
 }
@@ -108,16 +109,16 @@ func TestProxyForgedPromptInArgument(t *testing.T) {
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
-			a := accept()
+			a := mcptest.Accept()
 			cs := e.connect(clientOptions{era: era, answer: a})
 			args := map[string]any{"path": forged, "content": "evil\u202Etxt.exe"}
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write", Arguments: args})
 			if err != nil {
 				t.Fatal(err)
 			}
-			q := a.questions()
+			q := a.Questions()
 			if len(q) != 1 {
-				t.Fatalf("asked %d times, want once (%s)", len(q), describe(res))
+				t.Fatalf("asked %d times, want once (%s)", len(q), mcptest.Describe(res))
 			}
 			lines := strings.Split(q[0], "\n")
 			if len(lines) != 1+len(args) {
@@ -171,11 +172,11 @@ func TestProxyUpstreamDescriptionCannotReachQuestion(t *testing.T) {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 			})
 			e := newEnv(t, envOptions{up: up, policy: `name = "files"`})
-			a := accept()
+			a := mcptest.Accept()
 			cs := e.connect(clientOptions{era: era, answer: a})
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write", Arguments: map[string]any{"path": "/tmp/a"}})
 			wantResult(t, res, err, "ok")
-			q := a.questions()
+			q := a.Questions()
 			if len(q) != 1 {
 				t.Fatalf("asked %d times", len(q))
 			}
@@ -204,7 +205,7 @@ func TestProxyDeniedToolHidden(t *testing.T) {
 		for _, transport := range []string{inMemory, httpT} {
 			t.Run(era+"/"+transport, func(t *testing.T) {
 				e := newEnv(t, envOptions{})
-				cs := e.connect(clientOptions{era: era, answer: accept(), transport: transport})
+				cs := e.connect(clientOptions{era: era, answer: mcptest.Accept(), transport: transport})
 				tools, err := cs.ListTools(context.Background(), nil)
 				if err != nil {
 					t.Fatal(err)
@@ -217,20 +218,20 @@ func TestProxyDeniedToolHidden(t *testing.T) {
 					t.Fatalf("tools/list = %v, want write and read only", names)
 				}
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete", Arguments: map[string]any{"path": "/tmp/a"}})
-				wantRefusal(t, res, err, "not available")
+				mcptest.WantToolRefusal(t, res, err, "not available")
 				e.up.wantCalls(t, "delete", 0)
 			})
 		}
 	}
 	t.Run("default deny", func(t *testing.T) {
 		e := newEnv(t, envOptions{policy: "default = \"deny\"\nask = [\"write\"]\n"})
-		cs := e.connect(clientOptions{answer: accept()})
+		cs := e.connect(clientOptions{answer: mcptest.Accept()})
 		tools, err := cs.ListTools(context.Background(), nil)
 		if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "write" {
 			t.Fatalf("tools/list = %v, %v; want write only", tools, err)
 		}
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": "/tmp/a"}})
-		wantRefusal(t, res, err, "not available")
+		mcptest.WantToolRefusal(t, res, err, "not available")
 		e.up.wantCalls(t, "read", 0)
 	})
 }
@@ -241,11 +242,11 @@ func TestProxyConcurrentRedeem(t *testing.T) {
 	for _, transport := range []string{inMemory, httpT} {
 		t.Run(transport, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
-			state, _ := askWrite(t, e.connect(clientOptions{manual: true, answer: accept(), transport: transport}), "/tmp/a.txt", "x")
+			state, _ := askWrite(t, e.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: transport}), "/tmp/a.txt", "x")
 			const racers = 32
 			sessions := make([]*mcp.ClientSession, racers)
 			for i := range sessions {
-				sessions[i] = e.connect(clientOptions{manual: true, answer: accept(), transport: transport})
+				sessions[i] = e.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: transport})
 			}
 			raceOnce(t, e.up, sessions, state)
 		})
@@ -266,16 +267,16 @@ func raceOnce(t *testing.T, up *upstream, sessions []*mcp.ClientSession, state s
 	for _, cs := range sessions {
 		wg.Go(func() {
 			<-start
-			res, err := retryWrite(cs, "/tmp/a.txt", "x", state, yes())
+			res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil && !res.IsError && !res.NeedsInput():
 				wrote++
-			case err == nil && strings.Contains(text(res), "already used"):
+			case err == nil && strings.Contains(mcptest.Text(res), "already used"):
 				refuse++
 			default:
-				t.Errorf("unexpected outcome: err=%v res=%s", err, describe(res))
+				t.Errorf("unexpected outcome: err=%v res=%s", err, mcptest.Describe(res))
 			}
 		})
 	}
@@ -310,21 +311,21 @@ func TestProxyReplicasShareStore(t *testing.T) {
 				return newEnv(t, envOptions{up: up, store: store, name: name})
 			}
 			a, b := replica(), replica()
-			state, _ := askWrite(t, a.connect(clientOptions{manual: true, answer: accept(), transport: httpT}), "/tmp/a.txt", "x")
-			res, err := retryWrite(b.connect(clientOptions{manual: true, answer: accept(), transport: httpT}), "/tmp/a.txt", "x", state, yes())
+			state, _ := askWrite(t, a.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: httpT}), "/tmp/a.txt", "x")
+			res, err := retryWrite(b.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: httpT}), "/tmp/a.txt", "x", state, mcptest.Yes())
 			wantResult(t, res, err, "wrote /tmp/a.txt")
-			res, err = retryWrite(a.connect(clientOptions{manual: true, answer: accept(), transport: httpT}), "/tmp/a.txt", "x", state, yes())
-			wantRefusal(t, res, err, "already used")
+			res, err = retryWrite(a.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: httpT}), "/tmp/a.txt", "x", state, mcptest.Yes())
+			mcptest.WantToolRefusal(t, res, err, "already used")
 			up.wantCalls(t, "write", 1)
 
-			state, _ = askWrite(t, b.connect(clientOptions{manual: true, answer: accept()}), "/tmp/a.txt", "x")
+			state, _ = askWrite(t, b.connect(clientOptions{manual: true, answer: mcptest.Accept()}), "/tmp/a.txt", "x")
 			var sessions []*mcp.ClientSession
 			for i := range 16 {
 				r := a
 				if i%2 == 1 {
 					r = b
 				}
-				sessions = append(sessions, r.connect(clientOptions{manual: true, answer: accept(), transport: httpT}))
+				sessions = append(sessions, r.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: httpT}))
 			}
 			raceOnce(t, up, sessions, state)
 		})
@@ -336,14 +337,14 @@ func TestProxyReplicasShareStore(t *testing.T) {
 // so, and never sends it again; the approval is spent.
 func TestProxyLostReplyOutcomeUnknown(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
 	state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
 	e.up.loseWriteReply.Store(true)
-	res, err := retryWrite(cs, "/tmp/a.txt", "x", state, yes())
-	wantRefusal(t, res, err, "may or may not have happened")
+	res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+	mcptest.WantToolRefusal(t, res, err, "may or may not have happened")
 	e.up.wantCalls(t, "write", 1) // it did run: only the reply was lost
-	res, err = retryWrite(cs, "/tmp/a.txt", "x", state, yes())
-	wantRefusal(t, res, err, "already used")
+	res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+	mcptest.WantToolRefusal(t, res, err, "already used")
 	e.up.wantCalls(t, "write", 1)
 	if !strings.Contains(e.log.String(), "outcome unknown") {
 		t.Fatalf("the proxy's log does not record the unknown outcome:\n%s", e.log.String())
@@ -351,7 +352,7 @@ func TestProxyLostReplyOutcomeUnknown(t *testing.T) {
 	// The proxy connects again for the next call, which is asked afresh.
 	e.up.loseWriteReply.Store(false)
 	state, _ = askWrite(t, cs, "/tmp/b.txt", "y")
-	res, err = retryWrite(cs, "/tmp/b.txt", "y", state, yes())
+	res, err = retryWrite(cs, "/tmp/b.txt", "y", state, mcptest.Yes())
 	wantResult(t, res, err, "wrote /tmp/b.txt")
 	e.up.wantCalls(t, "write", 2)
 }

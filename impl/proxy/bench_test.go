@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 )
 
 // benchClient connects a 2026-07-28 go-sdk client that answers every
 // question yes to s over an in-memory transport.
 func benchClient(tb testing.TB, s *mcp.Server) *mcp.ClientSession {
 	tb.Helper()
-	a := accept()
+	a := mcptest.Accept()
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		return &mcp.ElicitResult{Action: a.action, Content: map[string]any{"confirm": true}}, nil
+		return &mcp.ElicitResult{Action: a.Action, Content: map[string]any{"confirm": true}}, nil
 	}})
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := s.Connect(context.Background(), st, nil)
@@ -38,7 +40,7 @@ func benchCall(tb testing.TB, cs *mcp.ClientSession, tool string) {
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil || res.IsError || res.NeedsInput() {
-		tb.Fatalf("%s: err=%v res=%s", tool, err, describe(res))
+		tb.Fatalf("%s: err=%v res=%s", tool, err, mcptest.Describe(res))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 )
 
@@ -73,7 +74,7 @@ func newFilesystemProxy(t *testing.T, root string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, log: &syncBuffer{}}
+	e := &env{t: t, log: &mcptest.SyncBuffer{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := proxy.New(ctx, proxy.Options{
@@ -122,7 +123,7 @@ func TestProxyFilesystemServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			e := newFilesystemProxy(t, root)
-			a := accept()
+			a := mcptest.Accept()
 			cs := e.connect(clientOptions{era: era, answer: a})
 
 			tools, err := cs.ListTools(context.Background(), nil)
@@ -153,7 +154,7 @@ func TestProxyFilesystemServer(t *testing.T) {
 			wantResult(t, res, err, "hello world")
 			res, err = callTool(cs, "list_directory", map[string]any{"path": root})
 			wantResult(t, res, err, "notes.txt")
-			if q := a.questions(); len(q) != 0 {
+			if q := a.Questions(); len(q) != 0 {
 				t.Fatalf("a read was asked: %q", q)
 			}
 
@@ -178,7 +179,7 @@ func TestProxyFilesystemServer(t *testing.T) {
 			if got := readFile(t, moved); got != "edited line\n" {
 				t.Fatalf("moved.txt = %q", got)
 			}
-			q := a.questions()
+			q := a.Questions()
 			if len(q) != 3 {
 				t.Fatalf("asked %d questions, want 3 (write, edit, move): %q", len(q), q)
 			}
@@ -193,7 +194,7 @@ func TestProxyFilesystemServer(t *testing.T) {
 
 			// The denied tool is refused even by name.
 			res, err = callTool(cs, "create_directory", map[string]any{"path": filepath.Join(root, "d")})
-			wantRefusal(t, res, err, "not available")
+			mcptest.WantToolRefusal(t, res, err, "not available")
 			if _, err := os.Stat(filepath.Join(root, "d")); !os.IsNotExist(err) {
 				t.Fatalf("create_directory acted: %v", err)
 			}
@@ -209,17 +210,17 @@ func TestProxyFilesystemReplayRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newFilesystemProxy(t, root)
-	cs := e.connect(clientOptions{manual: true, answer: accept()})
+	cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
 	target := filepath.Join(root, "a.txt")
 	args := map[string]any{"path": target, "content": "approved\n"}
 	res, err := callTool(cs, "write_file", args)
 	if err != nil || !res.NeedsInput() {
-		t.Fatalf("first round: err=%v res=%s", err, describe(res))
+		t.Fatalf("first round: err=%v res=%s", err, mcptest.Describe(res))
 	}
 	state := res.RequestState
 	retry := func() (*mcp.CallToolResult, error) {
 		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_file", Arguments: args,
-			InputResponses: mcp.InputResponseMap{"confirm": yes()}, RequestState: state})
+			InputResponses: mcp.InputResponseMap{"confirm": mcptest.Yes()}, RequestState: state})
 	}
 	res, err = retry()
 	wantResult(t, res, err, "Successfully wrote")
@@ -227,7 +228,7 @@ func TestProxyFilesystemReplayRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = retry()
-	wantRefusal(t, res, err, "already used")
+	mcptest.WantToolRefusal(t, res, err, "already used")
 	if got := readFile(t, target); got != "changed since\n" {
 		t.Fatalf("the replay wrote again: a.txt = %q", got)
 	}

@@ -1,16 +1,13 @@
 package proxy_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,33 +18,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
-	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
 // Protocol eras under test, on either side of the proxy.
 const (
-	eraMRTR   = "2026-07-28" // multi round-trip requests: the client retries
-	eraLegacy = "2025-11-25" // the server elicits in-process
+	eraMRTR   = mcptest.EraMRTR
+	eraLegacy = mcptest.EraLegacy
 )
 
 var eras = []string{eraMRTR, eraLegacy}
 
 var testKey = []byte("0123456789abcdef0123456789abcdef-proxy-key")
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // upstream is an in-process go-sdk MCP server that the proxy fronts. It
 // counts every call each tool receives and keeps the arguments.
@@ -181,7 +165,7 @@ type env struct {
 	t      testing.TB
 	up     *upstream
 	proxy  *proxy.Proxy
-	log    *syncBuffer
+	log    *mcptest.SyncBuffer
 	mu     sync.Mutex
 	events []ledger.Event
 }
@@ -216,7 +200,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if err != nil {
 		t.Fatalf("ParsePolicy: %v", err)
 	}
-	e := &env{t: t, up: o.up, log: &syncBuffer{}}
+	e := &env{t: t, up: o.up, log: &mcptest.SyncBuffer{}}
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if o.quiet {
 		logger = slog.New(slog.DiscardHandler)
@@ -268,92 +252,29 @@ func (e *env) issued() int {
 	return n
 }
 
-// answerer is a client's elicitation handler: it records the questions and
-// answers with a fixed action.
-type answerer struct {
-	action  string
-	confirm bool
-	before  func() // if set, runs before each answer (while the question is open)
-	mu      sync.Mutex
-	asked   []string
-}
-
-func (a *answerer) handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	a.mu.Lock()
-	a.asked = append(a.asked, req.Params.Message)
-	a.mu.Unlock()
-	if a.before != nil {
-		a.before()
-	}
-	r := &mcp.ElicitResult{Action: a.action}
-	if a.action == "accept" {
-		r.Content = map[string]any{"confirm": a.confirm}
-	}
-	return r, nil
-}
-
-func (a *answerer) questions() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.asked...)
-}
-
-func accept() *answerer  { return &answerer{action: "accept", confirm: true} }
-func decline() *answerer { return &answerer{action: "decline"} }
-
 type clientOptions struct {
 	era       string // default eraMRTR
-	answer    *answerer
+	answer    *mcptest.Answerer
 	manual    bool // MRTR only: return input_required to the test instead of retrying
 	transport string
 	copts     *mcp.ClientOptions
 }
 
 const (
-	inMemory = "in-memory"
-	httpT    = "http"
+	inMemory = mcptest.InMemory
+	httpT    = mcptest.HTTP
 )
 
 // connect starts a real go-sdk client session to the proxy.
 func (e *env) connect(o clientOptions) *mcp.ClientSession {
 	e.t.Helper()
-	copts := &mcp.ClientOptions{}
-	if o.copts != nil {
-		copts = o.copts
+	var h http.Handler
+	if o.transport == httpT {
+		h = e.handler()
 	}
-	if o.answer != nil {
-		copts.ElicitationHandler = o.answer.handle
-	}
-	if o.manual {
-		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
-	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
-	ctx := context.Background()
-	var t mcp.Transport
-	switch o.transport {
-	case inMemory, "":
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := e.proxy.MCP().Connect(ctx, st, nil)
-		if err != nil {
-			e.t.Fatalf("server connect: %v", err)
-		}
-		e.t.Cleanup(func() { ss.Close() })
-		t = ct
-	case httpT:
-		hs := httptest.NewServer(e.handler())
-		e.t.Cleanup(hs.Close)
-		t = &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hs.Client()}
-	}
-	era := o.era
-	if era == "" {
-		era = eraMRTR
-	}
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: era})
-	if err != nil {
-		e.t.Fatalf("client connect (%s): %v", era, err)
-	}
-	e.t.Cleanup(func() { cs.Close() })
-	return cs
+	return mcptest.Connect(e.t, e.proxy.MCP(), h, mcptest.ClientOptions{
+		Era: o.era, Transport: o.transport, Answer: o.answer, Manual: o.manual, Client: o.copts,
+	})
 }
 
 func write(cs *mcp.ClientSession, path, content string) (*mcp.CallToolResult, error) {
@@ -369,10 +290,6 @@ func retryWrite(cs *mcp.ClientSession, path, content, state string, answer *mcp.
 	})
 }
 
-func yes() *mcp.ElicitResult {
-	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
-}
-
 // askWrite performs the first round by hand and returns the sealed state
 // and the question.
 func askWrite(t *testing.T, cs *mcp.ClientSession, path, content string) (state, question string) {
@@ -382,73 +299,22 @@ func askWrite(t *testing.T, cs *mcp.ClientSession, path, content string) (state,
 		t.Fatalf("first round: %v", err)
 	}
 	if !res.NeedsInput() || res.RequestState == "" {
-		t.Fatalf("first round: want input_required with a requestState, got %s", describe(res))
+		t.Fatalf("first round: want input_required with a requestState, got %s", mcptest.Describe(res))
 	}
 	q, ok := res.InputRequests["confirm"].(*mcp.ElicitParams)
 	if !ok {
-		t.Fatalf("first round: no elicitation in %s", describe(res))
+		t.Fatalf("first round: no elicitation in %s", mcptest.Describe(res))
 	}
 	return res.RequestState, q.Message
-}
-
-func describe(res *mcp.CallToolResult) string {
-	if res == nil {
-		return "<nil result>"
-	}
-	if res.NeedsInput() {
-		return "input_required"
-	}
-	if res.IsError {
-		return "tool error: " + text(res)
-	}
-	return "result: " + text(res)
-}
-
-func text(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
-}
-
-// wantBoundaryRefusal asserts that the requestState boundary refused the
-// call: a JSON-RPC error with exactly the frozen code and message.
-func wantBoundaryRefusal(t *testing.T, res *mcp.CallToolResult, err error) {
-	t.Helper()
-	var werr *jsonrpc.Error
-	if !errors.As(err, &werr) {
-		t.Fatalf("want the boundary's JSON-RPC error, got err=%v res=%s", err, describe(res))
-	}
-	if werr.Code != requeststate.RejectCode || werr.Message != requeststate.RejectMessage {
-		t.Fatalf("JSON-RPC error = %d %q, want %d %q", werr.Code, werr.Message, requeststate.RejectCode, requeststate.RejectMessage)
-	}
-}
-
-// wantRefusal asserts a tool error result (the proxy or the flow refused)
-// mentioning want.
-func wantRefusal(t *testing.T, res *mcp.CallToolResult, err error, want string) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("want a tool error result, got a protocol error: %v", err)
-	}
-	if res == nil || !res.IsError || res.NeedsInput() {
-		t.Fatalf("want a tool error result, got %s", describe(res))
-	}
-	if !strings.Contains(text(res), want) {
-		t.Fatalf("tool error %q does not mention %q", text(res), want)
-	}
 }
 
 func wantResult(t *testing.T, res *mcp.CallToolResult, err error, want string) {
 	t.Helper()
 	if err != nil || res == nil || res.IsError || res.NeedsInput() {
-		t.Fatalf("want the upstream's result, got err=%v res=%s", err, describe(res))
+		t.Fatalf("want the upstream's result, got err=%v res=%s", err, mcptest.Describe(res))
 	}
-	if !strings.Contains(text(res), want) {
-		t.Fatalf("result %q does not mention %q", text(res), want)
+	if !strings.Contains(mcptest.Text(res), want) {
+		t.Fatalf("result %q does not mention %q", mcptest.Text(res), want)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 )
 
@@ -23,7 +24,7 @@ func TestProxyConfirmedCall(t *testing.T) {
 			for _, transport := range []string{inMemory, httpT} {
 				t.Run("client "+down+"/upstream "+up+"/"+transport, func(t *testing.T) {
 					e := newEnv(t, envOptions{upstreamEra: up})
-					a := accept()
+					a := mcptest.Accept()
 					cs := e.connect(clientOptions{era: down, answer: a, transport: transport})
 					res, err := write(cs, "/tmp/a.txt", "hello")
 					wantResult(t, res, err, "wrote /tmp/a.txt")
@@ -31,7 +32,7 @@ func TestProxyConfirmedCall(t *testing.T) {
 					if got := e.up.lastSS.Load().InitializeParams().ProtocolVersion; got != up {
 						t.Fatalf("the proxy speaks %s to the upstream, want %s", got, up)
 					}
-					q := a.questions()
+					q := a.Questions()
 					if len(q) != 1 {
 						t.Fatalf("asked %d times, want once: %q", len(q), q)
 					}
@@ -52,10 +53,10 @@ func TestProxyDeclined(t *testing.T) {
 	for _, down := range eras {
 		t.Run(down, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
-			cs := e.connect(clientOptions{era: down, answer: decline()})
+			cs := e.connect(clientOptions{era: down, answer: mcptest.Decline()})
 			res, err := write(cs, "/tmp/a.txt", "hello")
-			if err != nil || res.IsError || !strings.Contains(text(res), "Not confirmed") {
-				t.Fatalf("want \"Not confirmed\", got err=%v res=%s", err, describe(res))
+			if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "Not confirmed") {
+				t.Fatalf("want \"Not confirmed\", got err=%v res=%s", err, mcptest.Describe(res))
 			}
 			e.up.wantCalls(t, "write", 0)
 		})
@@ -67,12 +68,12 @@ func TestProxyAllowedPassThrough(t *testing.T) {
 	for _, down := range eras {
 		t.Run(down, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
-			a := accept()
+			a := mcptest.Accept()
 			cs := e.connect(clientOptions{era: down, answer: a})
 			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": "/tmp/x"}})
 			wantResult(t, res, err, "contents of /tmp/x")
 			e.up.wantCalls(t, "read", 1)
-			if q := a.questions(); len(q) != 0 || e.issued() != 0 {
+			if q := a.Questions(); len(q) != 0 || e.issued() != 0 {
 				t.Fatalf("an allowed call was asked: %q, %d issued", q, e.issued())
 			}
 		})
@@ -144,14 +145,14 @@ func TestProxyUpstreamOverHTTP(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { p.Close() })
-				e := &env{t: t, up: u, proxy: p, log: &syncBuffer{}}
-				a := accept()
+				e := &env{t: t, up: u, proxy: p, log: &mcptest.SyncBuffer{}}
+				a := mcptest.Accept()
 				cs := e.connect(clientOptions{era: down, answer: a})
 				res, err := write(cs, "/tmp/a.txt", "x")
 				wantResult(t, res, err, "wrote /tmp/a.txt")
 				u.wantCalls(t, "write", 1)
-				if len(a.questions()) != 1 {
-					t.Fatalf("asked %d times", len(a.questions()))
+				if len(a.Questions()) != 1 {
+					t.Fatalf("asked %d times", len(a.Questions()))
 				}
 			})
 		}

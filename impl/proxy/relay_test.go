@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 )
 
 // addRelayFeatures gives the upstream a prompt, a resource and a template,
@@ -71,7 +73,7 @@ func TestProxyPassThroughFeatures(t *testing.T) {
 				u := newUpstream(t, up)
 				addRelayFeatures(u)
 				e := newEnv(t, envOptions{up: u, policy: relayPolicy})
-				cs := e.connect(clientOptions{era: down, answer: accept()})
+				cs := e.connect(clientOptions{era: down, answer: mcptest.Accept()})
 				ctx := context.Background()
 				if init := cs.InitializeResult(); init.Instructions != "upstream instructions" || init.Capabilities.Prompts == nil || init.Capabilities.Resources == nil || init.Capabilities.Completions == nil {
 					t.Fatalf("initialize = %+v, want the upstream's instructions and capabilities", init)
@@ -129,7 +131,7 @@ func TestProxyRelaysUpstreamQuestion(t *testing.T) {
 				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color"})
 				if down == eraMRTR && up == eraLegacy {
 					if err == nil && !res.IsError {
-						t.Fatalf("want a clean failure, got %s", describe(res))
+						t.Fatalf("want a clean failure, got %s", mcptest.Describe(res))
 					}
 					u.wantCalls(t, "color", 0)
 					return
