@@ -45,6 +45,7 @@ type upstream struct {
 	// proxy's connection breaks as the reply arrives.
 	loseWriteReply atomic.Bool
 	cut            atomic.Bool
+	subscribed     atomic.Int32 // resources/subscribe calls received
 	// sessions are the proxy's connections to this upstream.
 	sessions atomic.Int32
 	lastSS   atomic.Pointer[mcp.ServerSession]
@@ -67,6 +68,11 @@ func newUpstream(t testing.TB, era string) *upstream {
 		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{req.Params.Argument.Value + "-completed"}}}, nil
 		},
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			u.subscribed.Add(1)
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	}
 	if era == eraLegacy {
 		opts.SupportedProtocolVersions = []string{eraLegacy, "2025-06-18", "2025-03-26", "2024-11-05"}

@@ -239,3 +239,70 @@ func toolNames(r *mcp.ListToolsResult) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// A client's cancellation reaches the upstream: the call the upstream is
+// running is cancelled there too.
+func TestProxyRelaysCancellation(t *testing.T) {
+	for _, down := range eras {
+		t.Run(down, func(t *testing.T) {
+			u := newUpstream(t, eraLegacy)
+			started, cancelled := make(chan struct{}), make(chan struct{})
+			u.server.AddTool(&mcp.Tool{Name: "wait", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				close(started)
+				<-ctx.Done()
+				close(cancelled)
+				return nil, ctx.Err()
+			})
+			e := newEnv(t, envOptions{up: u, policy: "allow = [\"wait\"]"})
+			cs := e.connect(clientOptions{era: down})
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				<-started
+				cancel()
+			}()
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait"}); err == nil {
+				t.Fatal("a cancelled call returned no error")
+			}
+			select {
+			case <-cancelled:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream's call was not cancelled")
+			}
+		})
+	}
+}
+
+// A resource subscription is forwarded, and the upstream's
+// resources/updated reaches the subscribed client, in both eras.
+func TestProxyRelaysResourceUpdates(t *testing.T) {
+	for _, down := range eras {
+		t.Run(down, func(t *testing.T) {
+			u := newUpstream(t, eraLegacy)
+			addRelayFeatures(u)
+			e := newEnv(t, envOptions{up: u, policy: relayPolicy})
+			updated := make(chan string, 10)
+			cs := e.connect(clientOptions{era: down, copts: &mcp.ClientOptions{
+				ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
+			}})
+			if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "file:///hello.txt"}); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for u.subscribed.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the subscription did not reach the upstream")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			u.server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: "file:///hello.txt"})
+			select {
+			case uri := <-updated:
+				if uri != "file:///hello.txt" {
+					t.Fatalf("updated %q", uri)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("resources/updated did not reach the client")
+			}
+		})
+	}
+}
