@@ -11,6 +11,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
+	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/impl/server"
 )
 
@@ -355,4 +357,46 @@ func TestProxyLostReplyOutcomeUnknown(t *testing.T) {
 	res, err = retryWrite(cs, "/tmp/b.txt", "y", state, mcptest.Yes())
 	wantResult(t, res, err, "wrote /tmp/b.txt")
 	e.up.wantCalls(t, "write", 2)
+}
+
+// The fingerprint is bound twice: in the ledger record and in the sealed
+// state. A state re-sealed (with the proxy's own key, as only a holder of
+// the key could) to carry another fingerprint is refused even though the
+// tool did not change; the same state re-sealed unchanged goes through
+// (the control: the re-sealing itself is sound).
+func TestProxySealedFingerprintChecked(t *testing.T) {
+	b, err := requeststate.New(requeststate.Options{Keys: [][]byte{testKey}, Audience: proxy.DefaultName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reseal := func(t *testing.T, token string, edit func(string) string) string {
+		t.Helper()
+		c, err := b.Open(token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.State = edit(c.State)
+		out, err := b.Seal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	e := newEnv(t, envOptions{})
+	cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
+
+	state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
+	other := reseal(t, state, func(s string) string {
+		i := strings.Index(s, "sha256:") + len("sha256:")
+		return s[:i] + strings.Repeat("0", 64) + s[i+64:]
+	})
+	res, err := retryWrite(cs, "/tmp/a.txt", "x", other, mcptest.Yes())
+	mcptest.WantToolRefusal(t, res, err, "changed the tool")
+	e.up.wantCalls(t, "write", 0)
+
+	state, _ = askWrite(t, cs, "/tmp/a.txt", "x")
+	same := reseal(t, state, func(s string) string { return s })
+	res, err = retryWrite(cs, "/tmp/a.txt", "x", same, mcptest.Yes())
+	wantResult(t, res, err, "wrote /tmp/a.txt")
+	e.up.wantCalls(t, "write", 1)
 }

@@ -26,13 +26,13 @@
 //     that are not UTF-8, lone surrogates, anything but an object) are
 //     refused before asking.
 //   - Binding. The sealed requestState binds the tool, the digest of the
-//     exact canonical arguments, the principal and the audience; the ledger
-//     record it names binds the same and the fingerprint of the upstream's
-//     tool definition ([Fingerprint]: name, input schema, annotations)
-//     taken when asking. Before forwarding, the proxy reads the tool's
-//     current definition from the upstream and forwards only if its
-//     fingerprint is unchanged. It forwards exactly the canonical arguments
-//     the digest covers.
+//     exact canonical arguments, the principal, the audience and the
+//     fingerprint of the upstream's tool definition ([Fingerprint]: name,
+//     input schema, annotations) taken when asking; the ledger record it
+//     names binds the same tool, digest, principal and fingerprint. Before
+//     forwarding, the proxy reads the tool's current definition from the
+//     upstream and forwards only if its fingerprint equals both. It
+//     forwards exactly the canonical arguments the digest covers.
 //   - At most once. The approval is redeemed before the call is forwarded,
 //     and a call is forwarded once, never retried. If the upstream's reply is
 //     lost after forwarding, the answer says the outcome is unknown. With a

@@ -22,6 +22,8 @@ import (
 // confirm's. An upstream's input_required round inside a call keeps the
 // upstream's state after the prefix.
 const (
+	// askPrefix + fingerprint + "/" + confirm's state: the proxy's question.
+	askPrefix = "proxy.v1.ask."
 	// passPrefix + upstream state: an allowed call the upstream asked more of.
 	passPrefix = "proxy.v1.pass."
 	// continuePrefix + ledger id + "." + upstream state: an approved call the
@@ -203,9 +205,20 @@ func (p *Proxy) callTool(ctx context.Context, c *conn, req *mcp.CallToolRequest)
 		return p.passThrough(ctx, c, req, strings.TrimPrefix(state, passPrefix))
 	case strings.HasPrefix(state, continuePrefix):
 		return p.continueCall(ctx, c, req)
-	case state != "":
+	case strings.HasPrefix(state, askPrefix):
 		// The answer to the proxy's question: confirm redeems it, then acts.
-		return p.flow.Run(ctx, req, p.step(c, req, nil))
+		fp, inner, ok := strings.Cut(strings.TrimPrefix(state, askPrefix), "/")
+		if !ok {
+			return refusal("This confirmation is not valid. Nothing was done."), nil
+		}
+		cp := *req.Params
+		cp.RequestState = inner
+		return p.flow.Run(ctx, &mcp.CallToolRequest{Session: req.Session, Params: &cp, Extra: req.Extra}, p.step(c, req, nil, fp))
+	case state != "":
+		// Only the proxy writes the plaintext and the boundary
+		// authenticates it, so this is a bug: act on nothing.
+		p.log.Error("proxy: requestState plaintext is not the proxy's", "tool", name)
+		return refusal("This confirmation is not valid. Nothing was done."), nil
 	}
 	a, def := p.decide(ctx, c, name)
 	if a == Allow {
@@ -218,7 +231,14 @@ func (p *Proxy) callTool(ctx context.Context, c *conn, req *mcp.CallToolRequest)
 			return refusal("The upstream's tools could not be read, so the call was refused. Nothing was done."), nil
 		}
 	}
-	return p.flow.Run(ctx, req, p.step(c, req, def))
+	fp := Fingerprint(def)
+	res, err := p.flow.Run(ctx, req, p.step(c, req, def, fp))
+	if err == nil && res != nil && res.InputRequests != nil {
+		// The fingerprint travels in the sealed state too, beside the
+		// ledger record's copy: either alone binds the approval to it.
+		res.RequestState = askPrefix + fp + "/" + res.RequestState
+	}
+	return res, err
 }
 
 // decide returns the policy's action for a first call of name, and the
@@ -249,8 +269,9 @@ func (p *Proxy) passThrough(ctx context.Context, c *conn, req *mcp.CallToolReque
 }
 
 // step is the confirmed call: def is the upstream's definition read for the
-// question (nil on the answer round, where Ask does not run).
-func (p *Proxy) step(c *conn, req *mcp.CallToolRequest, def *mcp.Tool) confirm.Step {
+// question (nil on the answer round, where Ask does not run), sealed its
+// fingerprint as the sealed state carries it.
+func (p *Proxy) step(c *conn, req *mcp.CallToolRequest, def *mcp.Tool, sealed string) confirm.Step {
 	name := req.Params.Name
 	return confirm.Step{
 		Ask: func(ctx context.Context) (confirm.Question, error) {
@@ -279,7 +300,7 @@ func (p *Proxy) step(c *conn, req *mcp.CallToolRequest, def *mcp.Tool) confirm.S
 				p.log.Warn("proxy: cannot re-read the tool before forwarding", "tool", name, "err", err)
 				return nil, confirm.Refuse("The upstream's definition of %s could not be re-checked, so the approved call was not sent. Nothing was done; ask again.", showValue(name, nameWidth))
 			}
-			if def == nil || Fingerprint(def) == "" || Fingerprint(def) != approved.Subject {
+			if def == nil || Fingerprint(def) == "" || Fingerprint(def) != approved.Subject || sealed != approved.Subject {
 				p.log.Warn("proxy: tool changed after the question; not forwarded", "tool", name, "id", approved.ID)
 				return nil, confirm.Refuse("The upstream changed the tool %s after you were asked (its name, input schema or annotations differ from what was approved), so the call was not sent. Nothing was done; ask again.", showValue(name, nameWidth))
 			}
