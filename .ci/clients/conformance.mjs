@@ -248,8 +248,10 @@ async function main() {
   const outRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-confirm-conformance-'));
   const servers = {};
   try {
-    servers.prod = await startHTTP(bins.prod, ['--root', root.dir]);
-    servers.fixtures = await startHTTP(bins.fixtures, ['--root', root.dir]);
+    // The suite's client sends no token: these two run without
+    // authentication, on loopback.
+    servers.prod = await startHTTP(bins.prod, ['--root', root.dir], [], { auth: false });
+    servers.fixtures = await startHTTP(bins.fixtures, ['--root', root.dir], [], { auth: false });
 
     // Control: the production binary serves no fixture tool, so a fixture
     // scenario must fail against it (and the suite must say so).

@@ -81,9 +81,23 @@ export function makeKeyFile() {
  * Starts `bin ...args --http 127.0.0.1:0 ...after` and resolves with its
  * URL, read from the address line it logs at start. after: arguments that
  * must come last (the proxy's `-- COMMAND ARGS`).
+ *
+ * The server requires the bearer token it generates at start (no auth
+ * flag): its file is found where stderr says, in a private
+ * XDG_RUNTIME_DIR of this server's own, and the token handed back as
+ * `token`, `headers` (for the v1 SDK's requestInit) and `authProvider`
+ * (the v2 client's). auth: false serves without authentication
+ * (--insecure-no-auth, loopback only) for clients that cannot send a
+ * token (the conformance suite).
  */
-export function startHTTP(bin, args, after = []) {
-  const proc = spawn(bin, [...args, '--http', '127.0.0.1:0', ...after], { stdio: ['ignore', 'ignore', 'pipe'] });
+export function startHTTP(bin, args, after = [], { auth = true } = {}) {
+  const runtimeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-confirm-run-')); // 0700
+  const noAuth = auth ? [] : ['--insecure-no-auth'];
+  const proc = spawn(bin, [...args, '--http', '127.0.0.1:0', ...noAuth, ...after], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, XDG_RUNTIME_DIR: runtimeDir },
+  });
+  const removeRuntimeDir = () => fs.rmSync(runtimeDir, { recursive: true, force: true });
   let log = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -92,18 +106,40 @@ export function startHTTP(bin, args, after = []) {
     }, 10_000);
     proc.on('exit', (code) => {
       clearTimeout(timer);
+      removeRuntimeDir();
       reject(new Error(`server exited (${code}) before serving; stderr:\n${log}`));
     });
+    let served = false;
     proc.stderr.on('data', (chunk) => {
       log += chunk;
-      const m = /addr=(http:\/\/127\.0\.0\.1:\d+)/.exec(log);
+      const m = served ? null : /addr=(http:\/\/127\.0\.0\.1:\d+)/.exec(log);
       if (m) {
+        served = true;
         clearTimeout(timer);
         proc.removeAllListeners('exit');
+        let token;
+        if (auth) {
+          const f = /written to\n\s+(\S+)/.exec(log);
+          if (!f) {
+            proc.kill('SIGKILL');
+            reject(new Error(`server named no token file on stderr:\n${log}`));
+            return;
+          }
+          try {
+            token = fs.readFileSync(f[1], 'utf8').trim();
+          } catch (err) {
+            proc.kill('SIGKILL');
+            reject(err);
+            return;
+          }
+        }
         resolve({
           url: m[1],
+          token,
+          headers: token ? { Authorization: `Bearer ${token}` } : {},
+          authProvider: { token: async () => token },
           log: () => log,
-          stop: () => stopProcess(proc),
+          stop: () => stopProcess(proc).then(removeRuntimeDir),
         });
       }
     });

@@ -39,14 +39,14 @@ const cases = [{
       });
       c.setRequestHandler('elicitation/create', async (req) => ans.handle(req.params));
       ctx.defer(() => c.close());
-      await c.connect(new HTTPV2(url));
+      await c.connect(new HTTPV2(url, { authProvider: srv.authProvider }));
       clients.push({ c, ans, version: c.getNegotiatedProtocolVersion() });
     }
     const ans1 = answerer(ACCEPT);
     const c1 = new ClientV1({ name: 'mcp-confirm-interop', version: '1' }, { capabilities: { elicitation: {} } });
     c1.setRequestHandler(ElicitRequestSchema, async (req) => ans1.handle(req.params));
     ctx.defer(() => c1.close());
-    const t1 = new HTTPV1(url);
+    const t1 = new HTTPV1(url, { requestInit: { headers: srv.headers } });
     await c1.connect(t1);
     clients.push({ c: c1, ans: ans1, version: t1.protocolVersion });
 

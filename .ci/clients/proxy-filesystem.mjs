@@ -68,7 +68,7 @@ async function connect(ctx, client, era, transport, d) {
     const srv = await startHTTP(bin, proxyArgs, upstream);
     ctx.defer(srv.stop);
     ctx.serverLog = srv.log;
-    t = new StreamableHTTPClientTransport(new URL(srv.url));
+    t = new StreamableHTTPClientTransport(new URL(srv.url), { authProvider: srv.authProvider });
   } else {
     t = new StdioClientTransport({ command: bin, args: [...proxyArgs, ...upstream], stderr: 'pipe' });
     let log = '';

@@ -14,7 +14,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import {
-  ACCEPT, DECLINE, answerer, binary, installedVersion, makeKeyFile, makeRoot, runCases, startHTTP,
+  ACCEPT, DECLINE, answerer, binary, describeError, installedVersion, makeKeyFile, makeRoot, runCases, startHTTP,
   want, wantAskedOnce, wantCleanDialogFailure, wantResult, wantToolError,
 } from './lib.mjs';
 
@@ -50,7 +50,7 @@ async function connect(ctx, client, era, transport, root, { server, args = [] } 
       ctx.defer(srv.stop);
       ctx.serverLog = srv.log;
     }
-    t = new StreamableHTTPClientTransport(new URL(srv.url));
+    t = new StreamableHTTPClientTransport(new URL(srv.url), { authProvider: srv.authProvider });
   } else {
     t = new StdioClientTransport({ command: bin, args: ['--root', root.dir, ...args], stderr: 'pipe' });
     let log = '';
@@ -197,6 +197,47 @@ for (const transport of ['stdio', 'http']) {
     },
   });
 }
+
+// HTTP requires the bearer token the server generated: without it the
+// client gets 401 and RFC 9728's challenge, which names the metadata that
+// says where tokens come from; nothing is deleted.
+cases.push({
+  name: `${NAME} http without the token: 401 with the resource-metadata challenge`,
+  async run(ctx) {
+    const root = withRoot(ctx, 'no-token');
+    const srv = await startHTTP(bin, ['--root', root.dir]);
+    ctx.defer(srv.stop);
+    ctx.serverLog = srv.log;
+    const seen = [];
+    const client = newClient(MRTR, answerer(ACCEPT));
+    ctx.defer(() => client.close());
+    const t = new StreamableHTTPClientTransport(new URL(srv.url), {
+      authProvider: { token: async () => undefined, onUnauthorized: async ({ response }) => { seen.push(response); } },
+    });
+    let err;
+    try {
+      await client.connect(t);
+    } catch (e) {
+      err = e;
+    }
+    want(err, 'connected without a token');
+    want(seen.length >= 1, `the client saw no 401 (it failed with ${describeError(err)})`);
+    want(seen[0].status === 401, `status ${seen[0].status}, want 401`);
+    const challenge = seen[0].headers.get('www-authenticate') ?? '';
+    const m = /^Bearer resource_metadata="([^"]+)"$/.exec(challenge);
+    want(m, `WWW-Authenticate ${JSON.stringify(challenge)}: want Bearer resource_metadata="..."`);
+    const meta = await (await fetch(m[1])).json();
+    want(meta.resource === srv.url, `the metadata names resource ${meta.resource}, want ${srv.url}`);
+    const res = await fetch(srv.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-protocol-version': MRTR },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'delete_file', arguments: { path: root.target } } }),
+    });
+    want(res.status === 401, `a tools/call without the token got ${res.status}, want 401`);
+    root.wantUntouched();
+    return `401 with ${challenge}; metadata of ${meta.resource}; nothing deleted`;
+  },
+});
 
 // On the older era the server elicits in-process and the requestState never
 // reaches the client. Over HTTP both eras share one address and one ledger,

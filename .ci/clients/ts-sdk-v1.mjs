@@ -33,7 +33,7 @@ async function connect(ctx, client, transport, root) {
     const srv = await startHTTP(bin, ['--root', root.dir]);
     ctx.defer(srv.stop);
     ctx.serverLog = srv.log;
-    t = new StreamableHTTPClientTransport(new URL(srv.url));
+    t = new StreamableHTTPClientTransport(new URL(srv.url), { requestInit: { headers: srv.headers } });
   } else {
     t = new StdioClientTransport({ command: bin, args: ['--root', root.dir], stderr: 'pipe' });
     let log = '';

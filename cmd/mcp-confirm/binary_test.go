@@ -95,11 +95,19 @@ type proc struct {
 var addrLine = regexp.MustCompile(`addr=(http://\S+)`)
 
 // startHTTP runs the binary with --http 127.0.0.1:0 and args, and waits
-// for the address it serves.
+// for the address it serves. Without authentication (--insecure-no-auth,
+// allowed on loopback): these tests are about the transport's limits.
 func startHTTP(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
+	return startBinary(t, env, append(args, "--http", "127.0.0.1:0", "--insecure-no-auth")...)
+}
+
+// startBinary runs the binary with args, which serve HTTP, and waits for
+// the address it serves.
+func startBinary(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{stderr: &lockedBuffer{}}
-	p.cmd = exec.Command(binary(t), append(args, "--http", "127.0.0.1:0")...)
+	p.cmd = exec.Command(binary(t), args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {

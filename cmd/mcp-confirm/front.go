@@ -28,6 +28,7 @@ type frontFlags struct {
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
 	maxHeaderBytes    int
+	auth              authFlags // auth.go
 }
 
 // register defines the flags on fs.
@@ -42,6 +43,7 @@ func (f *frontFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.readTimeout, "read-timeout", serve.DefaultReadTimeout, "HTTP: time allowed to read a whole request, body included")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", serve.DefaultIdleTimeout, "HTTP: close a keep-alive connection idle this long")
 	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", serve.DefaultMaxHeaderBytes, "HTTP: largest request headers accepted")
+	f.auth.register(fs)
 }
 
 // resolve checks the flags fs parsed and ties the unset timeouts to ttl.
@@ -66,6 +68,9 @@ func (f *frontFlags) resolve(fs *flag.FlagSet, ttl time.Duration) error {
 	}
 	if f.maxMessageBytes > 1<<30 {
 		return fmt.Errorf("--max-message-bytes %d: at most 1 GiB", f.maxMessageBytes)
+	}
+	if err := f.auth.check(f.httpAddr); err != nil {
+		return err
 	}
 	if !set["session-timeout"] {
 		f.sessionTimeout = ttl
@@ -94,12 +99,21 @@ func (f *frontFlags) httpOptions(log *slog.Logger, auth func(http.Handler) http.
 }
 
 // serve serves s on stdio, or over streamable HTTP when --http was given,
-// until ctx is done or the client ends stdio. auth (nil: none) wraps the
-// HTTP handler. attrs are logged with the serving line.
+// until ctx is done or the client ends stdio. auth (nil: the one the auth
+// flags ask for) wraps the HTTP handler. attrs are logged with the serving
+// line.
 func (f *frontFlags) serve(ctx context.Context, s *mcp.Server, auth func(http.Handler) http.Handler, stdin io.Reader, stdout io.Writer, log *slog.Logger, attrs ...any) error {
 	if f.httpAddr == "" {
 		log.Info("serving MCP on stdio", attrs...)
 		return serve.Stdio(ctx, s, stdin, stdout, serve.StdioOptions{MaxMessageBytes: int(f.maxMessageBytes), Logger: log})
+	}
+	if auth == nil {
+		mw, done, err := f.auth.middleware(ctx, f.httpAddr, log)
+		if err != nil {
+			return err
+		}
+		defer done()
+		auth = mw
 	}
 	h, err := serve.NewHTTP(s, f.httpOptions(log, auth))
 	if err != nil {

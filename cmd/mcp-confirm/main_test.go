@@ -77,7 +77,8 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	run(context.Background(), []string{"--help"}, nil, &bytes.Buffer{}, &stderr)
 	for _, f := range []string{"--root", "--key-file", "--ttl", "--http", "--ledger", "--log-level",
 		"--max-message-bytes", "--session-timeout", "--request-timeout", "--max-sessions", "--max-conns",
-		"--read-header-timeout", "--read-timeout", "--idle-timeout", "--max-header-bytes"} {
+		"--read-header-timeout", "--read-timeout", "--idle-timeout", "--max-header-bytes",
+		"--auth-issuer", "--public-url", "--auth-scopes", "--auth-principal-claim", "--auth-tokens", "--auth-token-dir", "--insecure-no-auth"} {
 		if !strings.Contains(stderr.String(), "  -"+strings.TrimPrefix(f, "--")) {
 			t.Errorf("--help does not document %s:\n%s", f, stderr.String())
 		}

@@ -7,27 +7,38 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/bearer"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 )
 
-// bearerServer serves e over HTTP behind go-sdk's bearer-token middleware,
-// each token in users standing for its user.
+// bearerServer serves e over HTTP behind the server's own authentication
+// (package bearer), with a token file of users: token → principal.
 func bearerServer(t *testing.T, e *env, users map[string]string) *httptest.Server {
 	t.Helper()
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		u, ok := users[token]
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: u, Expiration: time.Now().Add(time.Hour)}, nil
+	var lines strings.Builder
+	for token, user := range users {
+		lines.WriteString(bearer.Line(token, user) + "\n")
 	}
-	hs := httptest.NewServer(auth.RequireBearerToken(verify, nil)(e.srv.Handler()))
+	tokens, err := bearer.ParseTokens(strings.NewReader(lines.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := bearer.Middleware(bearer.Options{Verify: tokens.Verify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(mw(e.srv.Handler()))
 	t.Cleanup(hs.Close)
 	return hs
 }
@@ -94,4 +105,113 @@ func TestAttackCapExhaustion(t *testing.T) {
 			}
 		})
 	}
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// binary builds the mcp-confirm binary once per test run.
+func binary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcp-confirm-server-test-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "mcp-confirm")
+		if out, err := exec.Command("go", "build", "-o", binPath, "github.com/mcp-confirm/mcp-confirm/cmd/mcp-confirm").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+var servingAddr = regexp.MustCompile(`addr=(http://\S+)`)
+
+// serveBinary runs the built binary with args and --http 127.0.0.1:0, and
+// returns the URL it serves and its stderr.
+func serveBinary(t *testing.T, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	stderr := &syncBuffer{}
+	cmd := exec.Command(binary(t), append(args, "--http", "127.0.0.1:0")...)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if m := servingAddr.FindStringSubmatch(stderr.String()); m != nil {
+			return m[1], stderr
+		}
+	}
+	t.Fatalf("the binary logged no address:\n%s", stderr.String())
+	return "", nil
+}
+
+// Layer: boundary (principal). Alice's approval replayed by Bob: two users
+// with tokens of their own (--auth-tokens), on the built binary over HTTP.
+// Bob's replay is refused with the boundary's one error, the binary's log
+// says the principal differed, the file stays; Alice's own answer deletes
+// it.
+func TestAttackPrincipalMismatch(t *testing.T) {
+	root := t.TempDir()
+	f := filepath.Join(root, "a.txt")
+	if err := os.WriteFile(f, []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aliceToken, bobToken := bearer.NewToken(), bearer.NewToken()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	lines := bearer.Line(aliceToken, "alice") + "\n" + bearer.Line(bobToken, "bob") + "\n"
+	if err := os.WriteFile(tokens, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, stderr := serveBinary(t, "--root", root, "--auth-tokens", tokens)
+	alice, bob := bearerSession(t, url, aliceToken), bearerSession(t, url, bobToken)
+	state := ask(t, alice, f)
+
+	res, err := retry(bob, f, state, yes())
+	wantBoundaryRefusal(t, res, err)
+	wantExists(t, f)
+	// The log reaches us through a pipe: give it a moment.
+	const why = `reason="requeststate: token bound to a different request: principal"`
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(stderr.String(), why) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(stderr.String(), why) {
+		t.Fatalf("the binary's log does not say the principal differed:\n%s", stderr.String())
+	}
+
+	res, err = retry(alice, f, state, yes())
+	wantDeleted(t, res, err, f)
+}
+
+// Layer: boundary (principal). TestAttackPrincipalMismatch in process,
+// behind package bearer's middleware, where the ledger's events show the
+// replay never reached it.
+func TestAttackPrincipalMismatchInProcess(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	f := e.file("a.txt", "a")
+	hs := bearerServer(t, e, map[string]string{"alice-token": "alice", "bob-token": "bob"})
+	alice, bob := bearerSession(t, hs.URL, "alice-token"), bearerSession(t, hs.URL, "bob-token")
+	state := ask(t, alice, f)
+
+	res, err := retry(bob, f, state, yes())
+	wantBoundaryRefusal(t, res, err)
+	wantExists(t, f)
+	if n := e.count(ledger.ActionRedeem, ledger.ResultOK); n != 0 {
+		t.Fatalf("%d redeemed after Bob's replay: the boundary must refuse before the ledger", n)
+	}
+
+	res, err = retry(alice, f, state, yes())
+	wantDeleted(t, res, err, f)
 }

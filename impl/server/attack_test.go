@@ -6,17 +6,13 @@ package server_test
 // result) and that nothing was deleted.
 
 import (
-	"context"
 	"encoding/base64"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -326,45 +322,6 @@ func TestAttackExpiredState(t *testing.T) {
 	res, err := retry(cs, f, state, yes())
 	wantBoundaryRefusal(t, res, err)
 	wantExists(t, f)
-}
-
-// Layer: boundary. Alice's approval replayed by Bob: two users
-// authenticated by bearer tokens on one HTTP server.
-func TestAttackPrincipalMismatch(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	f := e.file("a.txt", "a")
-	users := map[string]string{"alice-token": "alice", "bob-token": "bob"}
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		u, ok := users[token]
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: u, Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	hs := httptest.NewServer(auth.RequireBearerToken(verify, nil)(e.srv.Handler()))
-	t.Cleanup(hs.Close)
-	session := func(token string) *mcp.ClientSession {
-		hc := &http.Client{Transport: headerTransport{http.Header{"Authorization": {"Bearer " + token}}, http.DefaultTransport}}
-		client := mcp.NewClient(&mcp.Implementation{Name: token, Version: "1"}, &mcp.ClientOptions{
-			ElicitationHandler: accept().handle,
-			MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
-		})
-		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
-	}
-	alice, bob := session("alice-token"), session("bob-token")
-	state := ask(t, alice, f)
-
-	res, err := retry(bob, f, state, yes())
-	wantBoundaryRefusal(t, res, err)
-	wantExists(t, f)
-
-	res, err = retry(alice, f, state, yes())
-	wantDeleted(t, res, err, f)
 }
 
 // Layer: boundary. A state sealed by another service sharing the keys.
