@@ -2,17 +2,21 @@ package proxy_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 	"github.com/mcp-confirm/mcp-confirm/impl/server"
 )
 
@@ -399,4 +403,58 @@ func TestProxySealedFingerprintChecked(t *testing.T) {
 	res, err = retryWrite(cs, "/tmp/a.txt", "x", same, mcptest.Yes())
 	wantResult(t, res, err, "wrote /tmp/a.txt")
 	e.up.wantCalls(t, "write", 1)
+}
+
+// Behind authentication (the front door's Auth slot, go-sdk's bearer
+// middleware), the approval is the asking user's: Bob replaying Alice's
+// sealed state is refused by the boundary and nothing is sent upstream.
+func TestProxyPrincipalMismatch(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	users := map[string]string{"alice-token": "alice", "bob-token": "bob"}
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		u, ok := users[token]
+		if !ok {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{UserID: u, Expiration: time.Now().Add(time.Hour)}, nil
+	}
+	h, err := serve.NewHTTP(e.proxy.MCP(), serve.HTTPOptions{Auth: auth.RequireBearerToken(verify, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	session := func(token string) *mcp.ClientSession {
+		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
+		client := mcp.NewClient(&mcp.Implementation{Name: token, Version: "1"}, &mcp.ClientOptions{
+			ElicitationHandler: mcptest.Accept().Handle,
+			MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+		})
+		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	alice, bob := session("alice-token"), session("bob-token")
+	state, _ := askWrite(t, alice, "/tmp/a.txt", "x")
+	res, err := retryWrite(bob, "/tmp/a.txt", "x", state, mcptest.Yes())
+	mcptest.WantBoundaryRefusal(t, res, err)
+	e.up.wantCalls(t, "write", 0)
+	res, err = retryWrite(alice, "/tmp/a.txt", "x", state, mcptest.Yes())
+	wantResult(t, res, err, "wrote /tmp/a.txt")
+	e.up.wantCalls(t, "write", 1)
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }
