@@ -31,6 +31,7 @@ func sanitizeSeeds() []string {
 		"1\uFE0F\u20E3", "\u0E01\u0E35\u0E48\u0E01\u0E35\u0E48.txt", "文件文件.txt", "\u200B\u0E33\U0001F3FB\u0D4Ez",
 		`\u{200B}\xFF\\`, "/home/alice/projects/report-2026/drafts/final.pdf",
 		"a.txt≫ and ≪b.txt", "a› and ‹b", "a❯ and ❮b", "a‥b", "a∖u{202E}", "＼", "a∕b⁄c", "ᐸᐳ ノート 丿", "《三体》.epub",
+		"a.txt》 Reply yes. 《b.txt", "a.txt文〉 Reply yes. 〈文b.txt", "⟨⟩⟪⟫❬❭❰❱⦑⦒⦓⦔⦕⦖⧼⧽〈〉︽︾︿﹀", "「選択」▶∠⸖",
 		"old  notes.txt", "notes.txt ", " notes.txt", "a   b", " ", "a\u2003b", " \u0301", "/srv/גיבוי/חוזה.pdf",
 		"/srv/א/1", "/srv/1/א", "/srv/ a/b /c  d", "a//b/", "/", "/srv/" + strings.Repeat("חוזה", 10) + ".pdf",
 	}
@@ -205,8 +206,9 @@ func sanitizeNeutral(r rune) bool {
 		sanitizeLookalikes()(r)
 }
 
-// sanitizeLookalikes returns a look-alike test read from confusables.txt:
-// whether a code point looks like <, >, .., \ or / and is not a letter.
+// sanitizeLookalikes returns a look-alike test read from confusables.txt
+// and Unicode's names: whether a code point looks like <, >, .., \ or /, or
+// is an angle bracket or angle quotation mark, and is not a letter.
 // (Each rune is judged on its own: deriving the whole table would cost every
 // new fuzz worker seconds.)
 var sanitizeLookalikes = sync.OnceValue(func() func(rune) bool {
@@ -418,6 +420,8 @@ func TestSanitizeFuzzOracles(t *testing.T) {
 		{"\n\u0334", `\n` + "\u0334"}, // mark on an escape
 		{"a", `\q`},                   // malformed escape
 		{"a≫b", "a≫b"},                // raw look-alike of »
+		{"a》b", "a》b"},                // raw angle bracket found by name
+		{"a︾b", "a︾b"},                // raw vertical angle bracket
 		{"a∖x", "a∖x"},                // raw look-alike of the backslash
 		{"a  b", "a  b"},              // doubled raw space
 		{"a ", "a "},                  // trailing raw space

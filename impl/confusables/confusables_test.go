@@ -3,6 +3,7 @@ package confusables_test
 import (
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/confusables"
 )
@@ -46,4 +47,86 @@ func TestParseRejects(t *testing.T) {
 			t.Errorf("%s: Parse accepted %q", name, text)
 		}
 	}
+}
+
+// TestAngle checks the name rule on made-up and real names, with negative
+// controls: the shape must be a bracket's or a quotation mark's, named by
+// whole words, on one side, and the code point punctuation or a symbol.
+func TestAngle(t *testing.T) {
+	for _, tt := range []struct {
+		r    rune
+		name string
+		want rune
+	}{
+		{'《', "LEFT DOUBLE ANGLE BRACKET", '«'},
+		{'》', "RIGHT DOUBLE ANGLE BRACKET", '»'},
+		{'‹', "SINGLE LEFT-POINTING ANGLE QUOTATION MARK", '«'},
+		{'❱', "HEAVY RIGHT-POINTING ANGLE BRACKET ORNAMENT", '»'},
+		{'︽', "PRESENTATION FORM FOR VERTICAL LEFT DOUBLE ANGLE BRACKET", '«'},
+		{'⦓', "LEFT ARC LESS-THAN BRACKET", '«'},
+		{'⦖', "DOUBLE RIGHT ARC LESS-THAN BRACKET", '»'},
+		// Negative controls.
+		{'«', "LEFT-POINTING DOUBLE ANGLE QUOTATION MARK", 0},  // the delimiter itself
+		{'»', "RIGHT-POINTING DOUBLE ANGLE QUOTATION MARK", 0}, // the delimiter itself
+		{'▶', "BLACK RIGHT-POINTING TRIANGLE", 0},              // TRIANGLE is not ANGLE
+		{'∟', "RIGHT ANGLE", 0},                                // geometry, not a bracket
+		{'⸀', "RIGHT ANGLE SUBSTITUTION MARKER", 0},            // not a bracket
+		{'⸖', "DOTTED RIGHT-POINTING ANGLE", 0},                // not named a bracket
+		{'「', "LEFT CORNER BRACKET", 0},                        // a bracket, not angled
+		{'⪡', "DOUBLE NESTED LESS-THAN", 0},                    // an operator, not a bracket
+		{'x', "LEFT ANGLE QUOTATION", 0},                       // no MARK
+		{'x', "LEFT ANGLE BRACKET RIGHT", 0},                   // both sides
+		{'x', "ANGLE BRACKET", 0},                              // no side
+		{'x', "LEFT ANGLEBRACKET", 0},                          // not whole words
+		{'a', "LEFT ANGLE BRACKET", 0},                         // a letter
+		{0x1D885, "SIGNWRITING HAND-ANGLE", 0},                 // HAND-ANGLE is not ANGLE
+		{0x031A, "COMBINING LEFT ANGLE ABOVE", 0},              // a mark
+	} {
+		r := tt.r
+		if tt.r == 'x' {
+			r = '⟨' // a real bracket under a made-up name
+		}
+		if got := confusables.Angle(r, tt.name); got != tt.want {
+			t.Errorf("Angle(%U, %q) = %q, want %q", r, tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestAngles checks the rule on Unicode's names: the brackets the issue
+// named are in, near misses are out, each left one has its right partner
+// (the next code point: Unicode encodes each pair side by side), and the
+// names are of the Unicode version of Go's tables.
+func TestAngles(t *testing.T) {
+	if confusables.NamesVersion != unicode.Version {
+		t.Fatalf("runenames has Unicode %s names, Go's tables are %s", confusables.NamesVersion, unicode.Version)
+	}
+	got := map[rune]rune{}
+	for _, l := range confusables.Angles() {
+		got[l.Rune] = l.Of
+	}
+	for _, pair := range []string{"《》", "〈〉", "⟨⟩", "⟪⟫", "︽︾", "︿﹀", "⦑⦒", "⧼⧽", "〈〉", "‹›", "❮❯", "❬❭", "❰❱"} {
+		l, r := []rune(pair)[0], []rune(pair)[1]
+		if got[l] != '«' || got[r] != '»' {
+			t.Errorf("%c %c: Angles has %q %q, want « »", l, r, got[l], got[r])
+		}
+	}
+	for _, r := range []rune{'«', '»', '<', '>', '▶', '∟', '⸖', '「', '⪡', '≪', '＜', 0x1D885} {
+		if of, ok := got[r]; ok {
+			t.Errorf("Angles has %U (%q)", r, of)
+		}
+	}
+	lefts := 0
+	for r, of := range got {
+		if of != '«' {
+			continue
+		}
+		lefts++
+		if got[r+1] != '»' {
+			t.Errorf("%U %c has no right-hand partner in Angles", r, r)
+		}
+	}
+	if len(got) != 2*lefts {
+		t.Errorf("Angles has %d code points, %d of them left", len(got), lefts)
+	}
+	t.Logf("%d angle brackets and quotation marks", len(got))
 }

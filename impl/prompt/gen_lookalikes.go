@@ -1,8 +1,9 @@
 //go:build ignore
 
 // gen_lookalikes writes lookalikes.go, the table of code points that look
-// like the question's punctuation, from testdata/confusables.txt (UTS #39).
-// Run it with go generate; TestLookalikesMatchConfusables checks the result.
+// like the question's punctuation, from testdata/confusables.txt (UTS #39)
+// and Unicode's character names (golang.org/x/text/unicode/runenames). Run
+// it with go generate; TestLookalikesMatchConfusables checks the result.
 package main
 
 import (

@@ -18,9 +18,12 @@ import (
 const confusablesSHA256 = "2b10130885c3370b101c52d7baedc452ab7f0e257b86c1e52ee657ecfc29ce64"
 
 // TestLookalikesMatchConfusables checks that lookalikes.go is what
-// gen_lookalikes.go writes from the committed confusables.txt, and that the
-// file is UTS #39 of the Unicode version of Go's tables.
+// gen_lookalikes.go writes from the committed confusables.txt and Unicode's
+// names, and that both are of the Unicode version of Go's tables.
 func TestLookalikesMatchConfusables(t *testing.T) {
+	if confusables.NamesVersion != unicode.Version {
+		t.Fatalf("runenames has Unicode %s names, Go's tables %s: rerun go generate with matching versions", confusables.NamesVersion, unicode.Version)
+	}
 	raw, err := os.ReadFile("testdata/confusables.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +55,17 @@ func TestLookalikesMatchConfusables(t *testing.T) {
 		t.Errorf("without the line for ≫ the derivation should find one look-alike fewer (err %v)", err)
 	}
 	derived := d.Lookalikes()
+	// Negative control: the comparison notices a table without the angle
+	// brackets found by name.
+	var byData []confusables.Lookalike
+	for _, l := range derived {
+		if l.Of != '«' && l.Of != '»' {
+			byData = append(byData, l)
+		}
+	}
+	if stale, err := format.Source(confusables.Source(d.Version, byData)); err != nil || bytes.Equal(stale, got) || len(byData) == len(derived) {
+		t.Errorf("a table without the angle brackets (%d of %d entries) passes the comparison (err %v)", len(byData), len(derived), err)
+	}
 	if len(derived) != len(lookalikes) {
 		t.Fatalf("derived %d look-alikes, the table has %d", len(derived), len(lookalikes))
 	}
@@ -63,22 +77,38 @@ func TestLookalikesMatchConfusables(t *testing.T) {
 }
 
 // TestLookalikesDerivation pins what the derivation finds, with negative
-// controls: the look-alikes of the delimiters are in, the prototypes
-// and characters that look like one full stop are out.
+// controls: the look-alikes of the delimiters are in, the prototypes,
+// characters that look like one full stop, and shapes that are no angle
+// brackets are out.
 func TestLookalikesDerivation(t *testing.T) {
 	in := map[rune]rune{
 		'≪': '<', '≫': '>', '‹': '<', '›': '>', '❮': '<', '❯': '>', '⨠': '>', 'ᐸ': '<',
 		'‥': '.', '…': '.', '∖': '\\', '＼': '\\', '⧵': '\\', '∕': '/', '⁄': '/', 'ノ': '/',
+	}
+	// The angle brackets by name, the package doc's list: UTS #39 maps
+	// nothing to « or ».
+	for _, pair := range []string{"《》", "〈〉", "⟨⟩", "⟪⟫", "❬❭", "❰❱", "⦑⦒", "⦓⦔", "⦕⦖", "⧼⧽", "〈〉", "︽︾", "︿﹀"} {
+		in[[]rune(pair)[0]], in[[]rune(pair)[1]] = '«', '»'
 	}
 	for r, of := range in {
 		if got := imitates(r); got != of {
 			t.Errorf("imitates(%q) = %q, want %q", r, got, of)
 		}
 	}
-	// « » 《 》 are their own prototypes in UTS #39: nothing maps to them, and
-	// they map to nothing. The full stop's look-alikes (one dot) are not the
-	// ellipsis's; ASCII prototypes are not look-alikes of themselves.
-	for _, r := range []rune{'«', '»', '《', '》', '.', '․', '٠', '<', '>', '\\', '/', 'a', '中', '¦'} {
+	angles := 0
+	for _, l := range lookalikes {
+		if l.of == '«' || l.of == '»' {
+			angles++
+		}
+	}
+	if angles != 26 {
+		t.Errorf("the table has %d angle brackets by name, the package doc lists 26", angles)
+	}
+	// « » are the delimiters, neutralized on their own. The full stop's
+	// look-alikes (one dot) are not the ellipsis's; ASCII prototypes are not
+	// look-alikes of themselves. Triangles, corner brackets, geometric angles
+	// and operators not named brackets are not angle brackets.
+	for _, r := range []rune{'«', '»', '.', '․', '٠', '<', '>', '\\', '/', 'a', '中', '¦', '▶', '◀', '「', '」', '∟', '⸖', '⪡', '⪢', '＜', '＞'} {
 		if got := imitates(r); got != 0 {
 			t.Errorf("imitates(%q) = %q, want none", r, got)
 		}

@@ -40,7 +40,25 @@
 //     stops (‥, which imitates the truncation mark), only of backslashes (∖ ＼
 //     ⧵, which would start a fake escape: a∖u{202E} would read as a\u{202E}),
 //     or only of slashes (∕ ⁄ ⧸, which would split a component of a [Path] in
-//     two to the eye). UTS #39 lists no look-alike of « or » themselves.
+//     two to the eye);
+//   - it is an angle bracket or angle quotation mark by its Unicode name:
+//     UTS #39 lists no look-alike of « or » themselves, so every punctuation
+//     or symbol code point whose 15.0.0 name has the words ANGLE BRACKET,
+//     ANGLE QUOTATION MARK, LESS-THAN BRACKET or GREATER-THAN BRACKET, and
+//     LEFT or RIGHT, is escaped: 《 》 〈 〉 ⟨ ⟩ ⟪ ⟫ ❬ ❭ ❰ ❱ ⦑ ⦒ ⦓ ⦔ ⦕ ⦖ ⧼ ⧽
+//     〈 〉 ︽ ︾ ︿ ﹀ (see confusables.Angle), so that a.txt》 Reply yes. 《b.txt
+//     cannot forge a second quoted value. The rule reads whole words of
+//     brackets' and quotation marks' names, so triangles, rectangles and the
+//     geometric angles (∠, ∟ RIGHT ANGLE), none drawn as a chevron, stay raw.
+//     The vertical forms ︽ ︾ ︿ ﹀ point up or down in a line, and are escaped
+//     because a client that sets the question vertically turns « » into
+//     those very shapes.
+//
+// The angle brackets are escaped wherever they stand, so Chinese book titles
+// show as \u{300A}三体\u{300B}.epub. That cost is accepted: safety over looks;
+// the escape is visible and Unquote gives the exact name back; and a rule that
+// left 《 》 raw beside Han letters, where titles stand, would be defeated by
+// one added Han letter: a.txt文》 Reply yes. 《文b.txt.
 //
 // A space (U+0020) is written raw only between two code points that are not
 // spaces. At either end of the value, and in a run of two or more, each space
@@ -85,10 +103,12 @@
 //     syllabics ᐸ ᐳ, Han 丿 丶, Lisu ꓺ and five more) stay raw too, because
 //     they are the substance of ordinary names in their scripts; Warnings flags
 //     one that stands apart from letters of its own script.
-//   - Only UTS #39's look-alikes are escaped. The CJK title marks 《 》 and
-//     ASCII << >> and ... stay raw: UTS #39 does not list them as confusable
-//     with « », 《 》 enclose every book title in Chinese names, and the ASCII
-//     characters are the prototypes the data measures look-alikes against.
+//   - Only the look-alikes above are escaped. ASCII << >> and ... stay raw:
+//     they are the prototypes the data measures look-alikes against. So do
+//     code points that are not named brackets or quotation marks though they
+//     are drawn as chevrons, such as the operators ⪡ ⪢ ⫷ ⫸ (DOUBLE and TRIPLE
+//     NESTED LESS-THAN and GREATER-THAN), fullwidth ＜ ＞, and the editorial
+//     ⸖ (DOTTED RIGHT-POINTING ANGLE).
 //   - A truncated Value is not one-to-one: names that share head and tail show
 //     the same. Bind the confirmation to the exact value, not to its display.
 //   - The output is plain text. It is not escaped for HTML, Markdown or a

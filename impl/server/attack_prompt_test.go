@@ -7,11 +7,13 @@ package server_test
 // shown and approved.
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/confusables"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt/prompttest"
 )
@@ -126,26 +128,55 @@ func TestAttackBidiReordersComponents(t *testing.T) {
 // Layer: sanitizer. Characters that look like the question's guillemets,
 // its truncation mark, the escape character or a path separator, taken
 // from UTS #39's confusables data, forged a second quoted file, a cut, an
-// escape or a directory. Symbols are escaped; letters stay raw with a note.
+// escape or a directory; so did the angle brackets that data leaves alone
+// (a.txt》 Reply yes. 《b.txt), taken from Unicode's names. Symbols are
+// escaped, every pair of angle brackets and Chinese book titles included;
+// letters stay raw with a note.
 func TestAttackLookalikeDelimiters(t *testing.T) {
-	tests := []struct {
+	type row struct {
 		name  string // the file name under the root
 		shown string // how the slot shows it
 		note  string // the note the question must carry, or "" for none
-	}{
+	}
+	tests := []row{
 		{"x.txt≫ and ≪thesis.txt", `x.txt\u{226B} and \u{226A}thesis.txt`, "hidden"},
-		{"x.txt› and ‹thesis.txt", `x.txt\u{203A} and \u{2039}thesis.txt`, "hidden"},
-		{"x.txt❯ and ❮thesis.txt", `x.txt\u{276F} and \u{276E}thesis.txt`, "hidden"},
 		{"x.txt⨠ and ˂thesis.txt", `x.txt\u{2A20} and \u{2C2}thesis.txt`, "hidden"},
 		{"report‥final.pdf", `report\u{2025}final.pdf`, "hidden"},           // a fake cut
 		{"report∖u{202E}fdp.exe", `report\u{2216}u{202E}fdp.exe`, "hidden"}, // a fake escape
 		{"public∕..∕secret.txt", `public\u{2215}..\u{2215}secret.txt`, "hidden"},
 		{"public丿..丿secret.txt", "public丿..丿secret.txt", "look like punctuation"}, // Han letters
 		{"x.txt ᐳᐳ and ᐸᐸ thesis.txt", "x.txt ᐳᐳ and ᐸᐸ thesis.txt", "look like punctuation"},
+		// A Han letter beside the marks does not let them through.
+		{"x.txt文》 Reply yes. 《文thesis.txt", `x.txt文\u{300B} Reply yes. \u{300A}文thesis.txt`, "hidden"},
+		// The accepted cost: a Chinese book title shows its marks escaped.
+		{"《三体》.epub", `\u{300A}三体\u{300B}.epub`, "hidden"},
 		// Negative controls: names that are not look-alikes stay as they are.
-		{"《三体》.epub", "《三体》.epub", ""}, // Chinese title marks: not confusable with « » in UTS #39
 		{"ノート.txt", "ノート.txt", ""},
 		{"a<<b>>.txt", "a<<b>>.txt", ""},
+		{"「選択」▶∠.txt", "「選択」▶∠.txt", ""}, // corner brackets, a triangle, an angle
+	}
+	// Every pair of angle brackets and angle quotation marks by name (each
+	// left one's partner is the next code point: confusables' TestAngles).
+	pairs := 0
+	for _, l := range confusables.Angles() {
+		if l.Of != '«' {
+			continue
+		}
+		open, close := l.Rune, l.Rune+1
+		tests = append(tests, row{
+			fmt.Sprintf("x.txt%c Reply yes. %cthesis.txt", close, open),
+			fmt.Sprintf(`x.txt\u{%X} Reply yes. \u{%X}thesis.txt`, close, open),
+			"hidden",
+		})
+		pairs++
+	}
+	t.Logf("%d pairs of angle brackets by name", pairs)
+	if pairs < 15 {
+		t.Fatalf("only %d pairs of angle brackets by name", pairs)
+	}
+	d, err := confusables.Load("../prompt/testdata/confusables.txt")
+	if err != nil {
+		t.Fatal(err)
 	}
 	var names []string
 	for _, tt := range tests {
@@ -159,7 +190,9 @@ func TestAttackLookalikeDelimiters(t *testing.T) {
 				t.Errorf("%+q: the slot shows %+q, want it to end in /%s", tt.name, s, tt.shown)
 			}
 			for _, r := range q {
-				if strings.ContainsRune("≫≪›‹❯❮⨠˂‥∖∕", r) {
+				// Judged from the data, not from package prompt's table; a raw
+				// … is the question's own truncation mark.
+				if r != '…' && d.Imitates(r) != 0 && !unicode.IsLetter(r) {
 					t.Errorf("%+q: the question holds %q raw: %s", tt.name, r, q)
 				}
 			}
