@@ -197,12 +197,12 @@ func TestDiscovery(t *testing.T) {
 	}
 }
 
-// TestKeyRotation: a key the issuer adds is fetched the first time a token
+// TestJWKSRotation: a key the issuer adds is fetched the first time a token
 // names it; a flood of tokens with made-up kids after that causes no
 // further fetch, and each is refused at once; once the interval has
 // passed, one more refetch is allowed; and the set is refetched when it
 // grows older than RefreshInterval, so a withdrawn key stops working.
-func TestKeyRotation(t *testing.T) {
+func TestJWKSRotation(t *testing.T) {
 	k1, k2 := newRSASigner("k1", 0), newECSigner(t, "k2")
 	is := newIssuer(t, "", k1)
 	var mu sync.Mutex

@@ -7,9 +7,11 @@
 // delete_file acts only through the confirmation flow. Over HTTP it serves
 // both protocol eras from one address.
 //
-// What it does not do: authenticate clients. Over HTTP without an
-// authenticating front end every caller is the same (empty) principal; put
-// the handler behind go-sdk's auth middleware to bind approvals to users.
+// What it does not do: authenticate clients. Its Handler serves whoever
+// reaches it, every caller the same (empty) principal, unless it runs
+// behind an authentication middleware (package bearer, as the binary puts
+// it through serve.HTTPOptions.Auth): then the token's principal binds
+// every approval and counts against the ledger's caps.
 package server
 
 import (
