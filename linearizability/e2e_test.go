@@ -702,7 +702,7 @@ func checkEndToEndShared(t *testing.T, url, name string) {
 	var urls []string
 	for range 2 {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		store, closeStore, err := server.OpenStore(ctx, url, name)
+		store, closeStore, err := server.OpenStore(ctx, url, name, server.StoreOptions{})
 		cancel()
 		if err != nil {
 			t.Fatalf("OpenStore: %v", err)

@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger/redistest"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 )
 
@@ -652,5 +653,25 @@ func TestBinaryName(t *testing.T) {
 	}
 	if redisKeys(t, rurl, "mcp-confirm:{ops-a-"+suffix+"}:*") == 0 || redisKeys(t, rurl, "mcp-confirm:{ops-b-"+suffix+"}:*") != 0 {
 		t.Fatal("the confirmation is not kept under the namespace of its --name alone")
+	}
+}
+
+// The durability check fires at start-up on a Redis that takes RDB
+// snapshots: the binary exits naming the setting and the flag that accepts
+// the risk; with --allow-ledger-rollback it serves, and warns.
+func TestBinaryLedgerDurability(t *testing.T) {
+	r := redistest.Start(t, "--save", "3600 1", "--appendonly", "no")
+	env := []string{"MCP_CONFIRM_LEDGER=" + r.URL()}
+	code, _, errOut := runBinary(t, env, "")
+	if code != 1 || !strings.Contains(errOut, `save "3600 1" takes RDB snapshots`) || !strings.Contains(errOut, "--allow-ledger-rollback") {
+		t.Fatalf("exit %d, want 1 naming the setting and the flag:\n%s", code, errOut)
+	}
+	ok, errOut := serves(t, env, "--allow-ledger-rollback")
+	if !ok || !strings.Contains(errOut, "level=WARN") || !strings.Contains(errOut, "RDB snapshots") {
+		t.Fatalf("--allow-ledger-rollback: serves %v, stderr:\n%s", ok, errOut)
+	}
+	safe := redistest.Start(t, "--save", "", "--appendonly", "no")
+	if ok, errOut := serves(t, []string{"MCP_CONFIRM_LEDGER=" + safe.URL()}); !ok || strings.Contains(errOut, "level=WARN msg=\"the ledger") {
+		t.Fatalf("a Redis without persistence: serves %v, stderr:\n%s", ok, errOut)
 	}
 }

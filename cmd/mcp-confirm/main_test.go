@@ -78,7 +78,8 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	for _, f := range []string{"--root", "--key-file", "--ttl", "--http", "--ledger", "--log-level",
 		"--max-message-bytes", "--session-timeout", "--request-timeout", "--max-sessions", "--max-conns",
 		"--read-header-timeout", "--read-timeout", "--idle-timeout", "--max-header-bytes",
-		"--auth-issuer", "--public-url", "--auth-scopes", "--auth-principal-claim", "--auth-tokens", "--auth-token-dir", "--insecure-no-auth"} {
+		"--auth-issuer", "--public-url", "--auth-scopes", "--auth-principal-claim", "--auth-tokens", "--auth-token-dir", "--insecure-no-auth",
+		"--name", "--ledger-file", "--allow-ledger-rollback"} {
 		if !strings.Contains(stderr.String(), "  -"+strings.TrimPrefix(f, "--")) {
 			t.Errorf("--help does not document %s:\n%s", f, stderr.String())
 		}

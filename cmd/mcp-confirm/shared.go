@@ -26,10 +26,11 @@ const ledgerEnv = "MCP_CONFIRM_LEDGER"
 // sharedFlags are what the replicas of one service share: its name, its
 // key file and its ledger. The server and the proxy both use them.
 type sharedFlags struct {
-	name       string
-	keyFile    string
-	ledger     string // as given by --ledger
-	ledgerFile string
+	name          string
+	keyFile       string
+	ledger        string // as given by --ledger
+	ledgerFile    string
+	allowRollback bool
 
 	url      string   // the ledger URL in force, once resolved
 	source   string   // where it came from, for messages
@@ -41,6 +42,7 @@ func (s *sharedFlags) register(fs *flag.FlagSet, defaultName string) {
 	fs.StringVar(&s.name, "name", defaultName, "the service's name: the requestState audience and the ledger's namespace. Replicas of one service share it;\ndifferent services sharing a Redis or PostgreSQL must not. Letters, digits, '.', '_' and '-'")
 	fs.StringVar(&s.keyFile, "key-file", "", "file of requestState keys, one "+keyfile.Prefix+"… line each, as `mcp-confirm keygen FILE` writes\n(the first seals, all verify; '#' starts a comment). It must be readable by its owner only. Share it between\nreplicas. Without it, a random key known only to this process is used")
 	fs.StringVar(&s.ledger, "ledger", "", "where pending confirmations are kept: memory: (this process only), redis://HOST:PORT/DB or\npostgres://USER@HOST:PORT/DB. Replicas behind one load balancer must share a redis:// or postgres:// ledger.\nA URL with a password belongs in $"+ledgerEnv+" or --ledger-file, not here, where every local user can\nread it (default: $"+ledgerEnv+", else memory:)")
+	fs.BoolVar(&s.allowRollback, "allow-ledger-rollback", false, "accept a Redis or PostgreSQL ledger whose configuration can bring a spent approval back (RDB snapshots,\nappendfsync other than always, fsync or synchronous_commit off, asynchronous replicas): the risk is logged instead\nof refused at start-up")
 	fs.StringVar(&s.ledgerFile, "ledger-file", "", "read the ledger URL from this file (its first line that is not blank or a '#' comment); the file must be\nreadable by its owner only")
 }
 
@@ -139,7 +141,10 @@ func (s *sharedFlags) openStore(ctx context.Context, log *slog.Logger) (ledger.S
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	store, closeStore, err := server.OpenStore(ctx, s.url, s.name)
+	store, closeStore, err := server.OpenStore(ctx, s.url, s.name, server.StoreOptions{AllowRollback: s.allowRollback, Logger: log})
+	if errors.Is(err, server.ErrNotDurable) {
+		return nil, nil, fmt.Errorf("%s: %w\nFix the store's configuration, or accept the risk with --allow-ledger-rollback", s.source, err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", s.source, err)
 	}

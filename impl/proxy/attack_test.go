@@ -309,7 +309,7 @@ func TestProxyReplicasShareStore(t *testing.T) {
 			replica := func() *env {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				store, closeStore, err := server.OpenStore(ctx, url, name)
+				store, closeStore, err := server.OpenStore(ctx, url, name, server.StoreOptions{})
 				if err != nil {
 					t.Fatalf("OpenStore: %v", err)
 				}

@@ -50,7 +50,7 @@ func replica(t *testing.T, url, name, root string) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	store, closeStore, err := server.OpenStore(ctx, url, name)
+	store, closeStore, err := server.OpenStore(ctx, url, name, server.StoreOptions{})
 	if err != nil {
 		t.Fatalf("OpenStore: %v", err)
 	}
@@ -228,7 +228,7 @@ func hostOf(t *testing.T, rawURL string) string {
 
 func TestOpenStoreRejectsBadURLs(t *testing.T) {
 	for _, u := range []string{"ftp://x", "mysql://u:s3cret@h/db", "::::", "memory"} {
-		_, _, err := server.OpenStore(context.Background(), u, "x")
+		_, _, err := server.OpenStore(context.Background(), u, "x", server.StoreOptions{})
 		if !errors.Is(err, server.ErrLedgerURL) {
 			t.Errorf("OpenStore(%q) = %v, want ErrLedgerURL", u, err)
 		}
@@ -239,7 +239,7 @@ func TestOpenStoreRejectsBadURLs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, u := range []string{"redis://:s3cret@127.0.0.1:1/0", "postgres://u:s3cret@127.0.0.1:1/db?connect_timeout=2"} {
-		_, _, err := server.OpenStore(ctx, u, "x")
+		_, _, err := server.OpenStore(ctx, u, "x", server.StoreOptions{})
 		if err == nil {
 			t.Errorf("OpenStore(%q) connected to a closed port", u)
 		} else if strings.Contains(err.Error(), "s3cret") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 
@@ -41,30 +42,71 @@ func storeScheme(rawURL string) (string, error) {
 	return "", fmt.Errorf("%w: scheme %q (want memory:, redis://, rediss://, unix:// or postgres://)", ErrLedgerURL, u.Scheme)
 }
 
+// StoreOptions configures [OpenStore]. The zero value is the secure default.
+type StoreOptions struct {
+	// AllowRollback accepts a shared store whose configuration can make a
+	// spent confirmation pending again (snapshots, unsynced writes,
+	// asynchronous replicas: see redisledger.Store.CheckDurability and
+	// pgledger.Store.CheckDurability). The risk is logged instead of
+	// refused.
+	AllowRollback bool
+	// Logger receives that warning; nil means slog.Default().
+	Logger *slog.Logger
+}
+
 // OpenStore opens the ledger store rawURL names, its key space namespaced
 // by audience (the server name), so servers of different audiences sharing
 // one Redis or database never see each other's confirmations. It connects
 // and checks the store answers: an unreachable store is an error here, at
-// start-up, not at the first confirmation. The returned function releases
-// the store.
-func OpenStore(ctx context.Context, rawURL, audience string) (ledger.Store, func(), error) {
+// start-up, not at the first confirmation. A Redis or PostgreSQL store
+// whose configuration can bring a spent confirmation back is refused with
+// an error wrapping [ErrNotDurable] that names each setting, unless
+// opts.AllowRollback. The returned function releases the store.
+func OpenStore(ctx context.Context, rawURL, audience string, opts StoreOptions) (ledger.Store, func(), error) {
 	scheme, err := storeScheme(rawURL)
 	if err != nil {
 		return nil, nil, err
 	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	var (
+		store      ledger.Store
+		closer     func()
+		durable    func(context.Context) error
+		notDurable error
+	)
 	switch scheme {
 	case "redis":
 		s, err := redisledger.Open(ctx, rawURL, redisledger.Options{Namespace: "mcp-confirm:{" + audience + "}:"})
 		if err != nil {
 			return nil, nil, err
 		}
-		return s, func() { s.Close() }, nil
+		store, closer, durable, notDurable = s, func() { s.Close() }, s.CheckDurability, redisledger.ErrNotDurable
 	case "postgres":
 		s, err := pgledger.Open(ctx, rawURL, pgledger.Options{Namespace: audience})
 		if err != nil {
 			return nil, nil, err
 		}
-		return s, s.Close, nil
+		store, closer, durable, notDurable = s, s.Close, s.CheckDurability, pgledger.ErrNotDurable
+	default:
+		return ledger.NewMemory(ledger.MemoryOptions{}), func() {}, nil
 	}
-	return ledger.NewMemory(ledger.MemoryOptions{}), func() {}, nil
+	err = durable(ctx)
+	switch {
+	case err == nil:
+	case errors.Is(err, notDurable) && opts.AllowRollback:
+		opts.Logger.Warn("the ledger's store can bring a spent approval back, and the risk was accepted (AllowRollback)", "risk", err.Error())
+	case errors.Is(err, notDurable):
+		closer()
+		return nil, nil, fmt.Errorf("%w: %w", ErrNotDurable, err)
+	default:
+		closer()
+		return nil, nil, err
+	}
+	return store, closer, nil
 }
+
+// ErrNotDurable reports a shared store [OpenStore] refused because its
+// configuration can make a spent confirmation pending again.
+var ErrNotDurable = errors.New("the ledger store can undo a redemption")
