@@ -71,8 +71,9 @@
 // first time it finds them, and skips after that: measured, 20,000 such
 // entries add 0.1 ms to the count). Those indexes make Spend's UPDATE of
 // state a non-HOT update (its row gets new entries in the primary key and
-// expiry indexes). An Issue costs about two to three bare INSERTs
-// (BENCHMARKS.md).
+// expiry indexes). Measured side by side on a loaded machine, an Issue
+// costs one and a half to two bare INSERTs (BENCHMARKS.md, "Caps in the
+// shared stores").
 //
 // What the caps do not bound: spent rows, which are at most the issue
 // rate times (TTL + Grace + SweepEvery); the number of principals; nor the
