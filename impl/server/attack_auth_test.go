@@ -109,9 +109,17 @@ func TestAttackCapExhaustion(t *testing.T) {
 
 var (
 	binOnce sync.Once
+	binDir  string
 	binPath string
 	binErr  error
 )
+
+// removeBinary removes what binary built, when the tests are done.
+func removeBinary() {
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+}
 
 // binary builds the mcp-confirm binary once per test run.
 func binary(t *testing.T) string {
@@ -120,12 +128,10 @@ func binary(t *testing.T) string {
 		t.Skip("builds the binary")
 	}
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcp-confirm-server-test-")
-		if err != nil {
-			binErr = err
+		if binDir, binErr = os.MkdirTemp("", "mcp-confirm-server-test-"); binErr != nil {
 			return
 		}
-		binPath = filepath.Join(dir, "mcp-confirm")
+		binPath = filepath.Join(binDir, "mcp-confirm")
 		if out, err := exec.Command("go", "build", "-o", binPath, "github.com/mcp-confirm/mcp-confirm/cmd/mcp-confirm").CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

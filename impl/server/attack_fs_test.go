@@ -37,7 +37,9 @@ import (
 
 func TestMain(m *testing.M) {
 	beneathtest.Main()
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBinary() // attack_auth_test.go
+	os.Exit(code)
 }
 
 // eachResolver runs f with openat2 and with the openat walk.

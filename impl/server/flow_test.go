@@ -151,14 +151,7 @@ func TestKeyRotation(t *testing.T) {
 
 // The built binary, run over stdio by a real client as a separate process.
 func TestBinaryOverStdio(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "mcp-confirm")
-	build := exec.Command("go", "build", "-o", bin, "github.com/mcp-confirm/mcp-confirm/cmd/mcp-confirm")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 	root := t.TempDir()
 	f := filepath.Join(root, "a.txt")
 	if err := os.WriteFile(f, []byte("a"), 0o644); err != nil {
