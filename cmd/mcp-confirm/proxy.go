@@ -23,6 +23,7 @@ type proxyConfig struct {
 	command     []string // the upstream command and its arguments
 	upstreamURL string
 	policy      string
+	maxUpstream int
 	ttl         time.Duration
 	logLevel    slog.Level
 	shared      sharedFlags
@@ -50,6 +51,7 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.upstreamURL, "upstream", "", "connect to an upstream MCP server over streamable HTTP at this URL, instead of starting COMMAND")
 	fs.StringVar(&c.policy, "policy", "", "TOML policy: name (the upstream's name in questions), allow/ask/deny lists of tool globs, default,\nallow_read_only_hint, [questions] templates. Without it, every tool is asked")
+	fs.IntVar(&c.maxUpstream, "max-upstream-sessions", proxy.DefaultMaxSessions, "how many older-era client sessions may hold an upstream connection of their own at once\n(for a command upstream, a process each); an initialize beyond it is refused")
 	c.shared.register(fs, proxy.DefaultName)
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
@@ -75,6 +77,9 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	}
 	if c.ttl <= 0 {
 		return c, fmt.Errorf("--ttl %v: must be positive", c.ttl)
+	}
+	if c.maxUpstream <= 0 {
+		return c, fmt.Errorf("--max-upstream-sessions %d: must be positive", c.maxUpstream)
 	}
 	if err := c.shared.resolve(os.Getenv); err != nil {
 		return c, err
@@ -134,13 +139,14 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	p, err := proxy.New(startCtx, proxy.Options{
-		Connect: connect,
-		Policy:  policy,
-		Name:    c.shared.name,
-		Keys:    keys,
-		TTL:     c.ttl,
-		Store:   store,
-		Logger:  log,
+		Connect:     connect,
+		Policy:      policy,
+		Name:        c.shared.name,
+		Keys:        keys,
+		TTL:         c.ttl,
+		Store:       store,
+		Logger:      log,
+		MaxSessions: c.maxUpstream,
 	})
 	cancel()
 	if err != nil {

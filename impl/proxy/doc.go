@@ -69,7 +69,7 @@
 // initializes (for a command upstream, a process of its own), declaring the
 // capabilities that client declared, so the upstream's elicitation,
 // sampling and roots requests reach exactly that client; it closes when the
-// session ends. An older-era upstream's server-initiated request on the
+// session ends. At most Options.MaxSessions such sessions hold one at once. An older-era upstream's server-initiated request on the
 // shared connection (one a 2026-07-28 client cannot receive) is refused.
 //
 // # Policy format

@@ -183,6 +183,7 @@ type envOptions struct {
 	store       ledger.Store
 	name        string
 	quiet       bool // log nothing (benchmarks)
+	maxSessions int
 }
 
 const testPolicy = `
@@ -214,12 +215,13 @@ func newEnv(t testing.TB, o envOptions) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := proxy.New(ctx, proxy.Options{
-		Connect: o.up.connect,
-		Policy:  pol,
-		Name:    o.name,
-		Keys:    [][]byte{testKey},
-		Store:   o.store,
-		Logger:  logger,
+		Connect:     o.up.connect,
+		Policy:      pol,
+		Name:        o.name,
+		Keys:        [][]byte{testKey},
+		Store:       o.store,
+		Logger:      logger,
+		MaxSessions: o.maxSessions,
 		Observe: func(ev ledger.Event) {
 			e.mu.Lock()
 			e.events = append(e.events, ev)

@@ -60,7 +60,15 @@ type Options struct {
 	Now func() time.Time
 	// Observe traces ledger events (ledger.Options.Observe).
 	Observe func(ledger.Event)
+	// MaxSessions bounds the older-era downstream sessions that hold an
+	// upstream connection of their own at once (for a command upstream,
+	// a process each); an initialize beyond it is refused until one ends.
+	// Default DefaultMaxSessions; negative is an error.
+	MaxSessions int
 }
+
+// DefaultMaxSessions is Options.MaxSessions when zero.
+const DefaultMaxSessions = 32
 
 // A Proxy is a downstream MCP server that forwards to one upstream server.
 type Proxy struct {
@@ -78,6 +86,7 @@ type Proxy struct {
 	mu       sync.Mutex // guards shared, sessions and progress
 	sessions map[*mcp.ServerSession]*conn
 	progress map[string]progressRoute
+	attached int  // sessions holding (or dialling) a connection of their own
 	closing  bool // Close was called: connect no more
 	nextTok  atomic.Uint64
 }
@@ -109,6 +118,12 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	}
 	if opts.Store == nil {
 		opts.Store = ledger.NewMemory(ledger.MemoryOptions{Now: opts.Now})
+	}
+	switch {
+	case opts.MaxSessions < 0:
+		return nil, fmt.Errorf("proxy: Options.MaxSessions %d is negative", opts.MaxSessions)
+	case opts.MaxSessions == 0:
+		opts.MaxSessions = DefaultMaxSessions
 	}
 	p := &Proxy{
 		opts:     opts,
@@ -375,12 +390,26 @@ func (p *Proxy) attach(ctx context.Context, ss *mcp.ServerSession, params *mcp.I
 	if ss == nil || p.dedicated(ss) != nil {
 		return nil
 	}
+	// Each such session holds an upstream connection (for a command, a
+	// process): a cap keeps a flood of sessions from starting a flood of
+	// processes.
+	p.mu.Lock()
+	if p.attached >= p.opts.MaxSessions {
+		p.mu.Unlock()
+		p.log.Warn("proxy: refused a session: too many sessions hold an upstream connection", "max", p.opts.MaxSessions)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "too many sessions are connected through this proxy; try again later"}
+	}
+	p.attached++
+	p.mu.Unlock()
 	var caps *mcp.ClientCapabilities
 	if params != nil {
 		caps = params.Capabilities
 	}
 	c, err := p.dial(context.WithoutCancel(ctx), ss, caps)
 	if err != nil {
+		p.mu.Lock()
+		p.attached--
+		p.mu.Unlock()
 		p.log.Error("proxy: cannot connect to the upstream for a new session", "err", err)
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the proxy cannot reach its upstream server"}
 	}
@@ -390,9 +419,14 @@ func (p *Proxy) attach(ctx context.Context, ss *mcp.ServerSession, params *mcp.I
 	go func() {
 		ss.Wait()
 		p.mu.Lock()
+		cur := p.sessions[ss] // c, or the connection that replaced it
 		delete(p.sessions, ss)
+		p.attached--
 		p.mu.Unlock()
 		c.cs.Close()
+		if cur != nil && cur != c {
+			cur.cs.Close()
+		}
 	}()
 	return nil
 }

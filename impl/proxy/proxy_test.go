@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -156,5 +157,55 @@ func TestProxyUpstreamOverHTTP(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// Each older-era session holds an upstream connection (a process, for a
+// command upstream): beyond MaxSessions, initialize is refused with a
+// clear error and nothing is started; when a session ends, its connection
+// closes and the slot is free again. 2026-07-28 clients share one
+// connection and are not counted.
+func TestProxySessionCap(t *testing.T) {
+	e := newEnv(t, envOptions{maxSessions: 1})
+	first := e.connect(clientOptions{era: eraLegacy, answer: mcptest.Accept()})
+	before := e.up.sessions.Load()
+
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := e.proxy.MCP().Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	client := mcp.NewClient(&mcp.Implementation{Name: "second", Version: "1"}, nil)
+	if _, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: eraLegacy}); err == nil || !strings.Contains(err.Error(), "too many sessions") {
+		t.Fatalf("a second session past the cap: err=%v, want \"too many sessions\"", err)
+	}
+	if got := e.up.sessions.Load(); got != before {
+		t.Fatalf("the refused session opened %d upstream connections", got-before)
+	}
+	modern := e.connect(clientOptions{era: eraMRTR, answer: mcptest.Accept()})
+	res, err := write(modern, "/tmp/a.txt", "x")
+	wantResult(t, res, err, "wrote")
+
+	first.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		third := mcp.NewClient(&mcp.Implementation{Name: "third", Version: "1"}, nil)
+		ct, st := mcp.NewInMemoryTransports()
+		ss, err := e.proxy.MCP().Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, err := third.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: eraLegacy})
+		if err == nil {
+			cs.Close()
+			ss.Close()
+			break
+		}
+		ss.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot of a closed session was never freed: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
