@@ -118,30 +118,32 @@ func TestProxyPassThroughFeatures(t *testing.T) {
 func TestProxyRelaysUpstreamQuestion(t *testing.T) {
 	for _, down := range eras {
 		for _, up := range eras {
-			t.Run("client "+down+"/upstream "+up, func(t *testing.T) {
-				u := newUpstream(t, up)
-				addRelayFeatures(u)
-				e := newEnv(t, envOptions{up: u, policy: relayPolicy})
-				var asked []string
-				copts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-					asked = append(asked, req.Params.Message)
-					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "blue"}}, nil
-				}}
-				cs := e.connect(clientOptions{era: down, copts: copts})
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color"})
-				if down == eraMRTR && up == eraLegacy {
-					if err == nil && !res.IsError {
-						t.Fatalf("want a clean failure, got %s", mcptest.Describe(res))
+			for _, transport := range []string{inMemory, httpT} {
+				t.Run("client "+down+"/upstream "+up+"/"+transport, func(t *testing.T) {
+					u := newUpstream(t, up)
+					addRelayFeatures(u)
+					e := newEnv(t, envOptions{up: u, policy: relayPolicy})
+					var asked []string
+					copts := &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+						asked = append(asked, req.Params.Message)
+						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "blue"}}, nil
+					}}
+					cs := e.connect(clientOptions{era: down, copts: copts, transport: transport})
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color"})
+					if down == eraMRTR && up == eraLegacy {
+						if err == nil && !res.IsError {
+							t.Fatalf("want a clean failure, got %s", mcptest.Describe(res))
+						}
+						u.wantCalls(t, "color", 0)
+						return
 					}
-					u.wantCalls(t, "color", 0)
-					return
-				}
-				wantResult(t, res, err, "painted blue")
-				if len(asked) != 1 || asked[0] != "Which color? (the upstream's own question)" {
-					t.Fatalf("the client was asked %q, want the upstream's question once", asked)
-				}
-				u.wantCalls(t, "color", 1)
-			})
+					wantResult(t, res, err, "painted blue")
+					if len(asked) != 1 || asked[0] != "Which color? (the upstream's own question)" {
+						t.Fatalf("the client was asked %q, want the upstream's question once", asked)
+					}
+					u.wantCalls(t, "color", 1)
+				})
+			}
 		}
 	}
 }
