@@ -66,7 +66,7 @@ func newServer() *mcp.Server {
 
 // bareServer asks once and returns; its requestState is a plaintext id of
 // the same length as confirm.Flow's.
-func bareServer() *mcp.Server {
+func bareServer(effects *atomic.Int64) *mcp.Server {
 	s := newServer()
 	var n atomic.Uint64
 	mcp.AddTool(s, &mcp.Tool{Name: toolName}, func(_ context.Context, req *mcp.CallToolRequest, in pathInput) (*mcp.CallToolResult, any, error) {
@@ -80,6 +80,7 @@ func bareServer() *mcp.Server {
 				RequestState: fmt.Sprintf("confirm.v1.%032x", n.Add(1)),
 			}, nil, nil
 		}
+		effects.Add(1)
 		return done(in.Path), nil, nil
 	})
 	return s
@@ -88,7 +89,7 @@ func bareServer() *mcp.Server {
 // boundaryServer is bareServer behind the requestState boundary alone:
 // the state is sealed and verified, nothing is recorded or sanitized.
 func boundaryServer(tb testing.TB) *mcp.Server {
-	s := bareServer()
+	s := bareServer(new(atomic.Int64))
 	s.AddReceivingMiddleware(newBoundary(tb).Middleware())
 	return s
 }
@@ -108,7 +109,7 @@ func newBoundary(tb testing.TB) *requeststate.Boundary {
 
 // confirmedServer runs the same tool through the boundary, confirm.Flow, a
 // ledger over the in-memory store, and prompt.Value.
-func confirmedServer(tb testing.TB) (*mcp.Server, *ledger.Memory) {
+func confirmedServer(tb testing.TB, effects *atomic.Int64) (*mcp.Server, *ledger.Memory) {
 	tb.Helper()
 	discard := slog.New(slog.DiscardHandler)
 	boundary := newBoundary(tb)
@@ -129,6 +130,7 @@ func confirmedServer(tb testing.TB) (*mcp.Server, *ledger.Memory) {
 				return confirm.Question{Message: question(prompt.Value(in.Path, prompt.Options{})), Subject: subject}, nil
 			},
 			Act: func(context.Context, ledger.Confirmation) (*mcp.CallToolResult, error) {
+				effects.Add(1)
 				return done(prompt.Value(in.Path, prompt.Options{})), nil // the effect, stubbed
 			},
 		})
@@ -236,7 +238,7 @@ func runCalls(b *testing.B, cs *mcp.ClientSession, a *accept) {
 // ledger, no sanitizer.
 func BenchmarkCallBare(b *testing.B) {
 	a := &accept{}
-	cs := connect(b, bareServer(), a)
+	cs := connect(b, bareServer(new(atomic.Int64)), a)
 	runCalls(b, cs, a)
 }
 
@@ -244,7 +246,7 @@ func BenchmarkCallBare(b *testing.B) {
 // the in-memory ledger and the sanitizer.
 func BenchmarkCallConfirmed(b *testing.B) {
 	a := &accept{}
-	s, store := confirmedServer(b)
+	s, store := confirmedServer(b, new(atomic.Int64))
 	cs := connect(b, s, a)
 	runCalls(b, cs, a)
 	// Every call issued and redeemed one confirmation.
@@ -263,9 +265,9 @@ func BenchmarkCallRatio(b *testing.B) {
 		cs   *mcp.ClientSession
 		took time.Duration
 	}{
-		{name: "bare", cs: connect(b, bareServer(), &accept{})},
+		{name: "bare", cs: connect(b, bareServer(new(atomic.Int64)), &accept{})},
 		{name: "boundary", cs: connect(b, boundaryServer(b), &accept{})},
-		{name: "confirmed", cs: connect(b, func() *mcp.Server { s, _ := confirmedServer(b); return s }(), &accept{})},
+		{name: "confirmed", cs: connect(b, func() *mcp.Server { s, _ := confirmedServer(b, new(atomic.Int64)); return s }(), &accept{})},
 	}
 	for b.Loop() {
 		for i := range servers {
@@ -285,21 +287,23 @@ func BenchmarkCallRatio(b *testing.B) {
 }
 
 // TestCallBareAndConfirmed runs each benchmark's call once, so a broken
-// setup fails in an ordinary test run, and checks the confirmed server
-// really refuses a replayed approval while the bare one does not (what
-// the extra cost buys).
+// setup fails in an ordinary test run, and checks what the extra cost
+// buys: a replayed approval runs the bare server's action again, while the
+// confirmed server runs it once and answers the replay with the recorded
+// result, marked as the earlier execution's.
 func TestCallBareAndConfirmed(t *testing.T) {
 	for _, tt := range []struct {
-		name       string
-		server     func() *mcp.Server
-		wantReplay bool // a replayed retry succeeds again
+		name    string
+		server  func(effects *atomic.Int64) *mcp.Server
+		effects int64 // after the call and a replayed retry
 	}{
-		{"bare", bareServer, true},
-		{"confirmed", func() *mcp.Server { s, _ := confirmedServer(t); return s }, false},
+		{"bare", bareServer, 3},
+		{"confirmed", func(effects *atomic.Int64) *mcp.Server { s, _ := confirmedServer(t, effects); return s }, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a := &accept{}
-			s := tt.server()
+			var effects atomic.Int64
+			s := tt.server(&effects)
 			if err := call(connect(t, s, a)); err != nil {
 				t.Fatal(err)
 			}
@@ -328,11 +332,23 @@ func TestCallBareAndConfirmed(t *testing.T) {
 				Name: toolName, Arguments: args, RequestState: first.RequestState,
 				InputResponses: mcp.InputResponseMap{confirm.InputID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}},
 			}
-			for i, want := range []bool{true, tt.wantReplay} {
+			var texts []string
+			for i := range 2 {
 				res, err := cs.CallTool(t.Context(), retry)
-				if ok := err == nil && !res.IsError; ok != want {
-					t.Fatalf("retry %d: err=%v res=%+v; success want %v", i+1, err, res, want)
+				if err != nil || res.IsError {
+					t.Fatalf("retry %d: err=%v res=%+v; want success", i+1, err, res)
 				}
+				var b strings.Builder
+				for _, c := range res.Content {
+					b.WriteString(c.(*mcp.TextContent).Text)
+				}
+				texts = append(texts, b.String())
+			}
+			if n := effects.Load(); n != tt.effects {
+				t.Fatalf("the action ran %d times, want %d", n, tt.effects)
+			}
+			if marked := strings.Contains(texts[1], "earlier execution"); marked != (tt.name == "confirmed") || !strings.Contains(texts[1], texts[0]) {
+				t.Fatalf("the replay answered %q after %q", texts[1], texts[0])
 			}
 		})
 	}

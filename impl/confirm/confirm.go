@@ -1,6 +1,7 @@
 // Package confirm runs the "are you sure?" exchange for a destructive MCP
-// tool: ask, record the question in a ledger, and act at most once on an
-// explicit approval.
+// tool: ask, record the question in a ledger, act at most once on an
+// explicit approval, and answer every retry of that approval with what the
+// one execution did.
 //
 // A tool handler calls [Flow.Run] with two functions: Ask, which validates
 // the call and writes the question, and Act, which performs the action. The
@@ -9,7 +10,9 @@
 // whose requestState names the confirmation. On the retry carrying the
 // person's answer, the confirmation is spent — redeemed on an explicit
 // accept, cancelled otherwise — before Act runs, so the same approval can
-// never act twice.
+// never act twice. After Act returns, its result is recorded on the
+// confirmation ([ledger.Ledger.Complete]): done, failed (a refusal or an
+// error), or unknown (Act's error wraps [ErrOutcomeUnknown]).
 //
 // It works in both protocol eras: with 2026-07-28 multi round-trip requests
 // the retry comes from the client; with older clients the go-sdk elicits
@@ -19,21 +22,36 @@
 // confirmation this ledger issued for the same tool, argument digest and
 // principal, answered with action "accept" and confirm=true; a declined,
 // cancelled, replayed, expired or unknown confirmation never reaches Act.
-// A client that declared no elicitation capability is refused before
-// anything is issued. A question whose call ends in an error before its
-// answer came back — in the older era, a client whose dialog failed inside
-// the call — is cancelled, so it holds no pending slot until it expires.
+// A retry of an approval already redeemed — a client that lost the reply
+// and sends the same requestState again, or many at once — runs nothing
+// and is answered from the ledger's record: while Act runs, "in progress";
+// once its result is recorded, that result, marked as the result of the
+// earlier execution (a failure as the earlier failure); if the outcome is
+// unknown, or was never recorded (the process crashed, or Act outlasted
+// the ledger's lease), that the action may or may not have happened and
+// to check before asking again. A retry is answered so only if the record
+// binds the same tool, argument digest and principal. A client that
+// declared no elicitation capability is refused before anything is issued.
+// A question whose call ends in an error before its answer came back — in
+// the older era, a client whose dialog failed inside the call — is
+// cancelled, so it holds no pending slot until it expires.
 //
 // What it does not do: seal the requestState (install
 // [requeststate.Boundary] — Run refuses to work without it), sanitize the
 // question (Ask must build it with package prompt), or re-check the object
 // acted on (Act must, against Question.Subject). Nor can it see a 2026-07-28
 // client fail after the question reached it: that confirmation stays
-// pending until it expires, like any question left unanswered.
+// pending until it expires, like any question left unanswered. A result
+// is recorded only if Complete reaches the ledger within the lease: the
+// person still gets this call's own result if it does not, and later
+// retries are told the action is in doubt. The record keeps results up to
+// the ledger's MaxResult; a retry of a larger one gets its size and
+// SHA-256 only.
 package confirm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -234,23 +252,103 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 			Text: "Not confirmed: nothing was done.",
 		}}}, nil
 	}
-	c, err := f.ledger.Redeem(ctx, id)
-	if err != nil {
+	rec, err := f.ledger.Redeem(ctx, id)
+	if err != nil && !errors.Is(err, ledger.ErrSpent) {
 		f.log.Warn("confirm: redeem refused", "id", id, "err", err)
 		return f.spendRefusal(err), nil
 	}
 	// The boundary binds the state to these already; checking the ledger's
-	// own record too means a boundary bug cannot carry an approval onto
-	// another call.
+	// own record too means a boundary bug cannot carry an approval, or the
+	// answer to one, onto another call.
+	c := rec.Confirmation
 	if c.Tool != b.Target || c.ArgsDigest != b.ArgsDigest || c.Principal != b.Principal {
-		f.log.Error("confirm: redeemed confirmation does not match the call", "id", id, "tool", b.Target)
-		return refusal("This approval was given for a different action. Nothing was done."), nil
+		f.log.Error("confirm: confirmation does not match the call", "id", id, "tool", b.Target)
+		res := refusal("This approval was given for a different action. Nothing was done.")
+		if err == nil {
+			f.record(ctx, id, ledger.OutcomeFailed, res)
+		}
+		return res, nil
+	}
+	if err != nil {
+		// A retry of an approval already redeemed: answered from the
+		// record, and nothing runs.
+		f.log.Info("confirm: retry answered from the record", "id", id, "state", rec.State)
+		return f.replay(id, rec, err), nil
 	}
 	res, err := s.Act(ctx, c)
-	if err != nil {
-		return f.refused(err, "act")
+	kind := ledger.OutcomeDone
+	switch {
+	case err != nil && errors.Is(err, ErrOutcomeUnknown):
+		kind = ledger.OutcomeUnknown
+		res, _ = f.refused(err, "act")
+	case err != nil:
+		kind = ledger.OutcomeFailed
+		res, _ = f.refused(err, "act")
+	case res == nil:
+		res = &mcp.CallToolResult{Content: []mcp.Content{}}
+	case res.IsError:
+		kind = ledger.OutcomeFailed
 	}
+	f.record(ctx, id, kind, res)
 	return res, nil
+}
+
+// recordTimeout bounds the Complete that records an outcome: the call's
+// own context may be done by then (a client that hung up), and the
+// outcome must still be recorded.
+const recordTimeout = 5 * time.Second
+
+// record records res, what this call returns, as the outcome of the
+// redeemed confirmation id, so that every retry gets it back. If that
+// fails, the caller still gets res; retries will be told the action is in
+// doubt (the lease ends with no outcome), never run it again.
+func (f *Flow) record(ctx context.Context, id ledger.ID, kind ledger.OutcomeKind, res *mcp.CallToolResult) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	b, err := json.Marshal(res)
+	if err == nil {
+		err = f.ledger.Complete(ctx, id, kind, b)
+	}
+	if err != nil {
+		f.log.Error("confirm: the outcome could not be recorded: retries will be told it is in doubt", "id", id, "outcome", kind, "err", err)
+		return
+	}
+	f.log.Info("confirm: outcome recorded", "id", id, "outcome", kind)
+}
+
+// Messages that answer a retry of an approval already redeemed.
+const (
+	earlierNote   = "This approval was already used: this is the result of that earlier execution. Nothing was run again."
+	msgInProgress = "This approval is being acted on right now, by an earlier request. Nothing was run again; retry in a moment for its result."
+	msgInDoubt    = "This approval was already used, and the action may or may not have happened — check before asking again. Nothing was run again."
+)
+
+// replay answers a retry of confirmation id, redeemed before, from its
+// record rec (err says which state it is in).
+func (f *Flow) replay(id ledger.ID, rec ledger.Record, err error) *mcp.CallToolResult {
+	switch {
+	case errors.Is(err, ledger.ErrInProgress):
+		return refusal(msgInProgress)
+	case !errors.Is(err, ledger.ErrDone):
+		return refusal(msgInDoubt)
+	}
+	o := rec.Outcome
+	failed := o.Kind == ledger.OutcomeFailed
+	if !o.Kept() {
+		return &mcp.CallToolResult{IsError: failed, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+			"This approval was already used. The result of that earlier execution was %d bytes, SHA-256 %x, too large to keep. Nothing was run again.",
+			o.Size, o.SHA256)}}}
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(o.Result, &res); err != nil {
+		f.log.Error("confirm: recorded outcome does not parse", "id", id, "err", err)
+		return refusal("This approval was already used, but the result of that earlier execution could not be read. Nothing was run again.")
+	}
+	// Marked, so that neither the person nor the model takes it for a
+	// second execution.
+	res.Content = append([]mcp.Content{&mcp.TextContent{Text: earlierNote}}, res.Content...)
+	res.IsError = failed
+	return &res
 }
 
 // approved reports whether the answer is an explicit yes.
@@ -331,10 +429,15 @@ func declared(v any) (yes, ok bool) {
 	return false, false
 }
 
+// spendRefusal answers a Redeem or Cancel that the ledger refused.
 func (f *Flow) spendRefusal(err error) *mcp.CallToolResult {
 	switch ledger.ResultOf(err) {
-	case ledger.ResultSpent:
-		return refusal("This approval was already used. Nothing was done.")
+	case ledger.ResultInProgress:
+		return refusal("This confirmation was already approved, and the action is in progress; declining it now changes nothing.")
+	case ledger.ResultDone:
+		return refusal("This confirmation was already approved and acted on; declining it now changes nothing.")
+	case ledger.ResultInDoubt:
+		return refusal("This confirmation was already approved, and the action may or may not have happened — check before asking again; declining it now changes nothing.")
 	case ledger.ResultCancelled:
 		return refusal("This confirmation was declined earlier and cannot be used. Nothing was done.")
 	case ledger.ResultExpired:

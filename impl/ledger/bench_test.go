@@ -276,7 +276,7 @@ func BenchmarkMemoryPending(b *testing.B) {
 		}
 		perPending = float64(int64(heapInUse())-int64(base)) / n
 		for _, id := range ids {
-			if _, err := m.Spend(ctx, id, ledger.Redeemed); err != nil {
+			if _, err := m.Spend(ctx, id, ledger.Acting, ledger.DefaultLease); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -431,37 +431,46 @@ func TestMemorySweepOrder(t *testing.T) {
 				}
 			}
 			var ids []ledger.ID
+			forget := make([]time.Time, n) // when each may be forgotten, less grace
 			for i, off := range offsets {
 				c := representative(i)
 				c.ID[0], c.ID[1], c.ID[15] = byte(i), byte(i>>8), 7
 				c.Expires = base.Add(time.Duration(off+1) * time.Second)
+				forget[i] = c.Expires
 				if err := m.Add(ctx, c); err != nil {
 					t.Fatal(err)
 				}
 				ids = append(ids, c.ID)
-				if i%3 == 0 { // some spent, some pending
-					if _, err := m.Spend(ctx, c.ID, ledger.Redeemed); err != nil {
+				// Some spent, some pending; of the spent, some with a lease
+				// that outlives the expiry, remembered until its end.
+				lease := time.Second
+				if i%15 == 0 {
+					lease = time.Duration(off+1+rnd.IntN(500)) * time.Second
+					forget[i] = base.Add(lease)
+				}
+				if i%3 == 0 {
+					if _, err := m.Spend(ctx, c.ID, ledger.Acting, lease); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
 			never := ledger.ID{0xff, 0xee}
-			for step := 0; step <= n+int(grace/time.Second)+1; step += 37 {
+			for step := 0; step <= n+500+int(grace/time.Second)+1; step += 37 {
 				clock.t = base.Add(time.Duration(step) * time.Second)
 				// Any call sweeps; a never-issued id changes nothing else.
-				if _, err := m.Spend(ctx, never, ledger.Cancelled); !errors.Is(err, ledger.ErrUnknown) {
+				if _, err := m.Spend(ctx, never, ledger.Cancelled, 0); !errors.Is(err, ledger.ErrUnknown) {
 					t.Fatalf("Spend(never issued) = %v, want ErrUnknown", err)
 				}
 				want := 0
 				for i, off := range offsets {
-					remembered := clock.t.Before(base.Add(time.Duration(off+1)*time.Second + grace))
+					remembered := clock.t.Before(forget[i].Add(grace))
 					if remembered {
 						want++
 					}
-					if i%97 == 0 { // spot-check single ids: forgotten reads as unknown
-						_, err := m.Spend(ctx, ids[i], ledger.Cancelled)
+					if i%97 == 0 || i%15 == 0 && i%3 == 0 { // spot-check single ids: forgotten reads as unknown
+						_, err := m.Spend(ctx, ids[i], ledger.Cancelled, 0)
 						if errors.Is(err, ledger.ErrUnknown) == remembered {
-							t.Fatalf("t+%ds: confirmation %d (expires t+%ds): Spend = %v, remembered should be %v", step, i, off+1, err, remembered)
+							t.Fatalf("t+%ds: confirmation %d (expires t+%ds, forgotten after t+%v): Spend = %v, remembered should be %v", step, i, off+1, forget[i].Sub(base)+grace, err, remembered)
 						}
 					}
 				}

@@ -32,6 +32,7 @@ package ledger
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -39,16 +40,30 @@ import (
 	"time"
 )
 
-// Errors returned by [Ledger.Redeem] and [Ledger.Cancel]; each names a
-// different reason the confirmation cannot be used. Callers branch on them
-// with errors.Is.
+// Errors returned by [Ledger.Redeem], [Ledger.Cancel] and
+// [Ledger.Complete]; each names a different reason the confirmation cannot
+// be used. Callers branch on them with errors.Is.
 var (
 	// ErrUnknown: the store has no record of the id — never issued here
 	// (for example by another replica with its own memory store), forgotten
 	// by a restart, or forgotten after its expiry.
 	ErrUnknown = errors.New("ledger: unknown confirmation")
-	// ErrSpent: the confirmation was already redeemed.
+	// ErrSpent is what ErrInProgress, ErrDone and ErrInDoubt have in
+	// common: the confirmation was redeemed, and nothing may run for it
+	// again. errors.Is(err, ErrSpent) holds for each of them; a store
+	// never returns ErrSpent alone.
 	ErrSpent = errors.New("ledger: confirmation already redeemed")
+	// ErrInProgress: the confirmation was redeemed, and the action it
+	// approved is running (its lease has not ended).
+	ErrInProgress error = &spentError{"ledger: confirmation already redeemed: the action is in progress"}
+	// ErrDone: the action ran, and its outcome (done or failed) is
+	// recorded: the [Record] returned with it holds that outcome.
+	ErrDone error = &spentError{"ledger: confirmation already redeemed: the action's outcome is recorded"}
+	// ErrInDoubt: the confirmation was redeemed, and no one can tell
+	// whether its action happened: the lease ended without an outcome (a
+	// crash between redeeming and recording), or the outcome was recorded
+	// as unknown.
+	ErrInDoubt error = &spentError{"ledger: confirmation already redeemed: the action may or may not have happened"}
 	// ErrCancelled: the confirmation was cancelled (the user declined).
 	ErrCancelled = errors.New("ledger: confirmation cancelled")
 	// ErrExpired: the confirmation expired before it was redeemed.
@@ -57,7 +72,17 @@ var (
 	ErrFull = errors.New("ledger: too many pending confirmations")
 	// ErrExists: Add was given an id the store already holds.
 	ErrExists = errors.New("ledger: confirmation id already exists")
+	// ErrNotActing: Complete was given a pending confirmation: nothing
+	// was redeemed, so there is nothing to record.
+	ErrNotActing = errors.New("ledger: confirmation not redeemed")
 )
+
+// spentError is a sentinel that also satisfies errors.Is(err, ErrSpent),
+// so that callers which only ask "was it spent?" keep working.
+type spentError struct{ msg string }
+
+func (e *spentError) Error() string        { return e.msg }
+func (e *spentError) Is(target error) bool { return target == ErrSpent }
 
 // ID identifies a confirmation: 128 bits, at least 120 of them random (a
 // store may use the rest: see [IDSource]), never reused.
@@ -83,20 +108,36 @@ func ParseID(s string) (ID, error) {
 }
 
 // State is where a confirmation is in its life.
+//
+//	Pending ─Redeem→ Acting ─Complete→ Done | Failed | InDoubt
+//	   │               └──lease ends, no Complete──→ InDoubt
+//	   └─Cancel→ Cancelled
+//
+// A pending confirmation whose expiry has passed is expired; every other
+// state stays as it is until the store forgets the confirmation.
 type State uint8
 
 const (
-	Pending   State = iota // issued, awaiting the user's answer
-	Redeemed               // approved and spent: the action may run once
-	Cancelled              // declined or abandoned: spent without acting
+	Pending   State = iota // issued, awaiting the person's answer
+	Acting                 // approved and redeemed: the action runs, once, within the lease
+	Done                   // the action ran and returned a result, recorded
+	Failed                 // the action ran and failed or refused, recorded
+	InDoubt                // no one can tell whether the action happened: nothing runs, ever
+	Cancelled              // declined or abandoned: nothing ran
 )
 
 func (s State) String() string {
 	switch s {
 	case Pending:
 		return "pending"
-	case Redeemed:
-		return "redeemed"
+	case Acting:
+		return "acting"
+	case Done:
+		return "done"
+	case Failed:
+		return "failed"
+	case InDoubt:
+		return "in doubt"
 	case Cancelled:
 		return "cancelled"
 	}
@@ -120,22 +161,98 @@ type Confirmation struct {
 	Expires    time.Time // after this instant the confirmation cannot be redeemed
 }
 
-// Store keeps confirmations. Implementations must make Spend a single atomic
-// compare-and-set: of any number of concurrent Spend calls for one id, across
-// every process sharing the store, at most one returns a nil error.
+// An OutcomeKind says what came of an action: what [Ledger.Complete]
+// records.
+type OutcomeKind uint8
+
+const (
+	OutcomeDone    OutcomeKind = iota + 1 // the action ran and returned its result
+	OutcomeFailed                         // the action ran and failed, or refused: nothing was done
+	OutcomeUnknown                        // the caller cannot tell whether the action happened
+)
+
+// State is the state Complete moves a confirmation to.
+func (k OutcomeKind) State() State {
+	switch k {
+	case OutcomeDone:
+		return Done
+	case OutcomeFailed:
+		return Failed
+	}
+	return InDoubt
+}
+
+func (k OutcomeKind) String() string {
+	switch k {
+	case OutcomeDone:
+		return "done"
+	case OutcomeFailed:
+		return "failed"
+	case OutcomeUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("OutcomeKind(%d)", uint8(k))
+}
+
+// An Outcome is what came of acting on a confirmation, as recorded: what
+// every later retry of the approval is answered with.
+type Outcome struct {
+	Kind OutcomeKind
+	// Result is what the action returned, in the caller's encoding
+	// (impl/confirm: the tool result as JSON), or nil when it was longer
+	// than the ledger keeps ([Options.MaxResult]).
+	Result []byte
+	// Size is the length of the action's result in bytes.
+	Size int64
+	// SHA256 is the digest of a result too long to keep; zero otherwise.
+	SHA256 [sha256.Size]byte
+}
+
+// Kept reports whether Result is the whole result, rather than the
+// digest of one too long to keep.
+func (o Outcome) Kept() bool { return int64(len(o.Result)) == o.Size }
+
+// A Record is a confirmation as [Store.Spend] found it: what it binds,
+// where it is in its life, and, once recorded, what came of it.
+type Record struct {
+	Confirmation
+	State   State
+	Outcome Outcome // set in Done, Failed, and InDoubt by an unknown outcome
+}
+
+// Store keeps confirmations. Implementations must make Spend and Complete
+// each a single atomic compare-and-set, deciding on the store's own clock:
+// of any number of concurrent Spend calls for one id, across every process
+// sharing the store, at most one returns a nil error, and at most one
+// Complete of it ever succeeds.
 type Store interface {
 	// Add records c as pending. It fails with ErrFull when a cap is reached
 	// and with ErrExists when c.ID is already present; either way the store is
 	// unchanged.
 	Add(ctx context.Context, c Confirmation) error
 	// Spend atomically moves the pending, unexpired confirmation id to state
-	// to (Redeemed or Cancelled) and returns it. Otherwise it changes nothing
-	// and fails with ErrUnknown, ErrSpent, ErrCancelled or ErrExpired; an
-	// expired confirmation is reported as ErrExpired whatever its state, for
-	// as long as the store still remembers it. Any other error (a store that
-	// went away) means the outcome is unknown: callers must treat the
-	// confirmation as spent and not act.
-	Spend(ctx context.Context, id ID, to State) (Confirmation, error)
+	// to, and returns it: to Acting (the approval was given; the caller acts
+	// now) with a lease that ends lease after now on the store's clock, or
+	// to Cancelled (lease unused). Otherwise it changes nothing and fails,
+	// by the confirmation's state: ErrInProgress (acting, before its lease
+	// ends), ErrInDoubt (acting after it, or an unknown outcome recorded),
+	// ErrDone (done or failed: the returned Record holds the outcome),
+	// ErrCancelled, ErrExpired (pending, past its expiry) or ErrUnknown.
+	// With ErrInProgress, ErrDone and ErrInDoubt the Record is the
+	// confirmation as redeemed, so the caller can check what it binds
+	// before answering from it. Any other error (a store that went away)
+	// means the outcome is unknown: callers must treat the confirmation as
+	// spent and not act.
+	Spend(ctx context.Context, id ID, to State, lease time.Duration) (Record, error)
+	// Complete atomically records o as the outcome of the acting
+	// confirmation id, moving it to o.Kind's state, only while the store's
+	// clock is before the end of its lease. Otherwise it changes nothing and
+	// fails: ErrInDoubt (the lease has ended, or an unknown outcome is
+	// recorded), ErrDone (an outcome is recorded already), ErrNotActing
+	// (pending), ErrCancelled, ErrExpired or ErrUnknown. The store keeps
+	// o.Result as given: the caller bounds its size. Any other error means
+	// the outcome is unknown.
+	Complete(ctx context.Context, id ID, o Outcome) error
 }
 
 // An IDSource is a [Store] that chooses the ids of the confirmations it is
@@ -152,29 +269,43 @@ type IDSource interface {
 type Options struct {
 	// TTL is how long an issued confirmation stays redeemable. Default 10 minutes.
 	TTL time.Duration
+	// Lease is how long the caller has, once a confirmation is redeemed, to
+	// act and record the outcome with Complete. Past it, the confirmation is
+	// in doubt for good: an action slower than its lease is never run
+	// twice, but its outcome is not recorded. Default 2 minutes.
+	Lease time.Duration
+	// MaxResult is the longest result Complete keeps; a longer one is
+	// recorded as its size and SHA-256. Default 64 KiB.
+	MaxResult int
 	// Now is the issuing clock. Default time.Now.
 	Now func() time.Time
 	// Rand is the source of confirmation ids. Default: the store's NewID if
 	// it is an [IDSource], else crypto/rand.
 	Rand io.Reader
-	// Observe, if set, is called after every Issue, Redeem and Cancel with
-	// what happened, for tracing (see [NDJSON]). It must be safe for
-	// concurrent use and must not block.
+	// Observe, if set, is called after every Issue, Redeem, Cancel and
+	// Complete with what happened, for tracing (see [NDJSON]). It must be
+	// safe for concurrent use and must not block.
 	Observe func(Event)
 }
 
-// DefaultTTL is the lifetime of a confirmation when Options.TTL is zero.
-const DefaultTTL = 10 * time.Minute
+// Defaults of [Options].
+const (
+	DefaultTTL       = 10 * time.Minute
+	DefaultLease     = 2 * time.Minute
+	DefaultMaxResult = 64 << 10
+)
 
-// A Ledger issues and spends confirmations held in a [Store].
-// It is safe for concurrent use when its Store is.
+// A Ledger issues and spends confirmations held in a [Store], and records
+// what came of them. It is safe for concurrent use when its Store is.
 type Ledger struct {
-	store   Store
-	ttl     time.Duration
-	now     func() time.Time
-	rand    io.Reader // nil: ids, or else crypto/rand.Read
-	ids     IDSource  // store, if it chooses its ids
-	observe func(Event)
+	store     Store
+	ttl       time.Duration
+	lease     time.Duration
+	maxResult int
+	now       func() time.Time
+	rand      io.Reader // nil: ids, or else crypto/rand.Read
+	ids       IDSource  // store, if it chooses its ids
+	observe   func(Event)
 }
 
 // New returns a ledger over store.
@@ -185,10 +316,23 @@ func New(store Store, opts Options) (*Ledger, error) {
 	if opts.TTL < 0 {
 		return nil, fmt.Errorf("ledger: negative TTL %v", opts.TTL)
 	}
-	l := &Ledger{store: store, ttl: opts.TTL, now: opts.Now, rand: opts.Rand, observe: opts.Observe}
+	if opts.Lease < 0 {
+		return nil, fmt.Errorf("ledger: negative lease %v", opts.Lease)
+	}
+	if opts.MaxResult < 0 {
+		return nil, fmt.Errorf("ledger: negative MaxResult %d", opts.MaxResult)
+	}
+	l := &Ledger{store: store, ttl: opts.TTL, lease: opts.Lease, maxResult: opts.MaxResult,
+		now: opts.Now, rand: opts.Rand, observe: opts.Observe}
 	l.ids, _ = store.(IDSource)
 	if l.ttl == 0 {
 		l.ttl = DefaultTTL
+	}
+	if l.lease == 0 {
+		l.lease = DefaultLease
+	}
+	if l.maxResult == 0 {
+		l.maxResult = DefaultMaxResult
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -198,6 +342,9 @@ func New(store Store, opts Options) (*Ledger, error) {
 
 // TTL reports how long issued confirmations stay redeemable.
 func (l *Ledger) TTL() time.Duration { return l.ttl }
+
+// Lease reports how long a redeemed confirmation's action may take.
+func (l *Ledger) Lease() time.Duration { return l.lease }
 
 // Issue records c as pending with a fresh random ID and an expiry TTL from
 // now, and returns it as stored. c.ID and c.Expires are ignored.
@@ -209,7 +356,7 @@ func (l *Ledger) Issue(ctx context.Context, c Confirmation) (Confirmation, error
 	c.ID = id
 	c.Expires = l.now().Add(l.ttl)
 	err = l.store.Add(ctx, c)
-	l.emit(ActionIssue, c.ID, err)
+	l.emit(ActionIssue, c.ID, err, 0)
 	if err != nil {
 		return Confirmation{}, fmt.Errorf("ledger: issue: %w", err)
 	}
@@ -237,31 +384,70 @@ func (l *Ledger) newID(principal string) (ID, error) {
 	return ID(b), nil
 }
 
-// Redeem spends the pending confirmation id and returns it: the caller may
-// now act, once. See [Store.Spend] for the errors.
-func (l *Ledger) Redeem(ctx context.Context, id ID) (Confirmation, error) {
-	c, err := l.store.Spend(ctx, id, Redeemed)
-	l.emit(ActionRedeem, id, err)
-	if err != nil {
-		return Confirmation{}, fmt.Errorf("ledger: redeem %s: %w", id, err)
+// Redeem spends the pending confirmation id and returns it, acting: the
+// caller may now act, once, and must then record what came of it with
+// Complete within the lease. A retry of a redeemed confirmation is
+// answered from its record: ErrInProgress, ErrDone (with the outcome in
+// the Record) or ErrInDoubt. See [Store.Spend] for the errors.
+func (l *Ledger) Redeem(ctx context.Context, id ID) (Record, error) {
+	r, err := l.store.Spend(ctx, id, Acting, l.lease)
+	if l.observe != nil {
+		l.observe(spendEvent(l.now(), ActionRedeem, id, r, err))
 	}
-	return c, nil
+	if err != nil {
+		return r, fmt.Errorf("ledger: redeem %s: %w", id, err)
+	}
+	return r, nil
 }
 
 // Cancel spends the pending confirmation id without acting, so that it can
 // never be redeemed. See [Store.Spend] for the errors.
 func (l *Ledger) Cancel(ctx context.Context, id ID) (Confirmation, error) {
-	c, err := l.store.Spend(ctx, id, Cancelled)
-	l.emit(ActionCancel, id, err)
+	r, err := l.store.Spend(ctx, id, Cancelled, 0)
+	if l.observe != nil {
+		l.observe(spendEvent(l.now(), ActionCancel, id, r, err))
+	}
 	if err != nil {
 		return Confirmation{}, fmt.Errorf("ledger: cancel %s: %w", id, err)
 	}
-	return c, nil
+	return r.Confirmation, nil
 }
 
-func (l *Ledger) emit(a Action, id ID, err error) {
+// Complete records what came of acting on the redeemed confirmation id:
+// kind, and result, the action's result in the caller's encoding, which
+// every later retry of the approval gets back. A result longer than
+// Options.MaxResult is recorded as its size and SHA-256 only. It fails
+// with ErrInDoubt once the lease has ended (the retries are told the
+// action may or may not have happened), and with ErrDone if an outcome is
+// recorded already; see [Store.Complete].
+func (l *Ledger) Complete(ctx context.Context, id ID, kind OutcomeKind, result []byte) error {
+	if kind < OutcomeDone || kind > OutcomeUnknown {
+		return fmt.Errorf("ledger: complete %s: invalid outcome %v", id, kind)
+	}
+	err := l.store.Complete(ctx, id, l.bound(kind, result))
+	l.emit(ActionComplete, id, err, kind)
+	if err != nil {
+		return fmt.Errorf("ledger: complete %s: %w", id, err)
+	}
+	return nil
+}
+
+// bound returns the outcome of kind and result as the ledger keeps it.
+func (l *Ledger) bound(kind OutcomeKind, result []byte) Outcome {
+	o := Outcome{Kind: kind, Size: int64(len(result))}
+	if len(result) <= l.maxResult {
+		o.Result = result
+	} else {
+		// Bounded: a tool that returns megabytes must not make every
+		// remembered confirmation that large.
+		o.SHA256 = sha256.Sum256(result)
+	}
+	return o
+}
+
+func (l *Ledger) emit(a Action, id ID, err error, o OutcomeKind) {
 	if l.observe == nil {
 		return
 	}
-	l.observe(Event{Time: l.now(), Action: a, ID: id, Result: ResultOf(err)})
+	l.observe(Event{Time: l.now(), Action: a, ID: id, Result: ResultOf(err), Outcome: o})
 }

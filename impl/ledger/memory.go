@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
 	"crypto/rand"
@@ -111,9 +112,10 @@ type shard struct {
 	mu       sync.Mutex
 	index    int // in its store's shards
 	entries  map[ID]*entry
-	byExpiry expiryQueue // every entry, soonest expiry first
-	peak     int         // most entries since entries was made
-	adds     uint        // Adds, to sweep another shard every sweepEvery
+	outcomes map[ID]Outcome // of the entries that have one; nil until the first
+	byExpiry expiryQueue    // every entry, soonest to forget first
+	peak     int            // most entries since entries was made
+	adds     uint           // Adds, to sweep another shard every sweepEvery
 	// due is when its soonest entry is to be swept (its expiry plus
 	// grace, as an offset from the epoch), for other shards to read
 	// without the lock; written under it.
@@ -128,18 +130,34 @@ type principals struct {
 	_      [64]byte
 }
 
-// An entry is one confirmation. While it is pending, fields holds Tool,
-// ArgsDigest and Subject back to back (the lengths of the first two in
-// toolLen and argsLen); once spent, fields is dropped: a replay needs only
-// the id, the expiry and the state.
+// An entry is one confirmation. fields holds Tool, ArgsDigest and Subject
+// back to back (the lengths of the first two in toolLen and argsLen); a
+// cancelled entry drops them: a replay needs only the id, the expiry and
+// the state. A redeemed one keeps them, so that a retry can be checked
+// against what the approval was for; its outcome, once recorded, is in its
+// shard's outcomes. 64 bytes: a pointer more would make it 80.
 type entry struct {
 	id        ID
 	expires   time.Duration // Expires as an offset from the store's epoch
-	state     State
-	toolLen   uint32
-	argsLen   uint32
+	leaseEnd  time.Duration // once redeemed: when the lease ends, as an offset
 	fields    string
 	principal *principal
+	toolLen   uint16
+	argsLen   uint16
+	state     State
+	// requeued: the entry is in its shard's queue by its lease's end,
+	// which outlived its expiry, rather than by its expiry.
+	requeued bool
+}
+
+// forgetAfter is when e may be forgotten, less the grace: its expiry, or
+// the end of its lease once it has been put back in the queue by it. It is
+// the queue's key, and changes only while e is out of the queue.
+func (e *entry) forgetAfter() time.Duration {
+	if e.requeued {
+		return e.leaseEnd
+	}
+	return e.expires
 }
 
 // principal holds one principal's name once for all its entries, and
@@ -234,28 +252,32 @@ const maxOffset = 100 * 365 * 24 * time.Hour
 
 // Add implements [Store].
 func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
-	if uint64(len(c.Tool)) > math.MaxUint32 || uint64(len(c.ArgsDigest)) > math.MaxUint32 {
-		return fmt.Errorf("ledger: add %s: field longer than 4 GiB", c.ID)
-	}
 	// Bounded so that offsets, and differences of offsets, never overflow.
 	expires := c.Expires.Sub(m.epoch)
 	if expires > maxOffset || expires < -maxOffset {
 		return fmt.Errorf("ledger: add %s: expiry %v is more than 100 years from the store's clock", c.ID, c.Expires)
 	}
+	if len(c.Tool) > math.MaxUint16 || len(c.ArgsDigest) > math.MaxUint16 {
+		return fmt.Errorf("ledger: add %s: tool or argument digest longer than 64 KiB", c.ID)
+	}
 	// Built outside the lock.
 	e := &entry{
 		id:      c.ID,
 		expires: expires,
-		toolLen: uint32(len(c.Tool)),
-		argsLen: uint32(len(c.ArgsDigest)),
+		toolLen: uint16(len(c.Tool)),
+		argsLen: uint16(len(c.ArgsDigest)),
 		fields:  c.Tool + c.ArgsDigest + c.Subject,
 	}
-	now := m.now()
+	var now time.Time
 	if m.observe != nil {
 		m.order.Lock()
 		defer m.order.Unlock()
 		defer func() { m.observe(ctx, Event{Time: now, Action: ActionIssue, ID: c.ID, Result: ResultOf(err)}) }()
 	}
+	// Read once any lock is held, so that events come in the order of
+	// their times. (The shard's lock comes later: an Add's answer does not
+	// depend on the time, only which entries it sweeps first.)
+	now = m.now()
 	at := now.Sub(m.epoch)
 	err = m.add(e, c.Principal, at)
 	if errors.Is(err, ErrFull) {
@@ -340,11 +362,14 @@ func (m *Memory) admit(e *entry, name string) error {
 }
 
 // Spend implements [Store].
-func (m *Memory) Spend(ctx context.Context, id ID, to State) (_ Confirmation, err error) {
-	if to != Redeemed && to != Cancelled {
-		return Confirmation{}, fmt.Errorf("ledger: cannot spend into state %v", to)
+func (m *Memory) Spend(ctx context.Context, id ID, to State, lease time.Duration) (r Record, err error) {
+	switch {
+	case to != Acting && to != Cancelled:
+		return Record{}, fmt.Errorf("ledger: cannot spend into state %v", to)
+	case to == Acting && (lease <= 0 || lease > maxOffset):
+		return Record{}, fmt.Errorf("ledger: lease %v: want more than 0 and at most 100 years", lease)
 	}
-	now := m.now()
+	var now time.Time
 	if m.observe != nil {
 		m.order.Lock()
 		defer m.order.Unlock()
@@ -352,28 +377,100 @@ func (m *Memory) Spend(ctx context.Context, id ID, to State) (_ Confirmation, er
 		if to == Cancelled {
 			action = ActionCancel
 		}
-		defer func() { m.observe(ctx, Event{Time: now, Action: action, ID: id, Result: ResultOf(err)}) }()
+		defer func() { m.observe(ctx, spendEvent(now, action, id, r, err)) }()
 	}
-	at := now.Sub(m.epoch)
 	s := m.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Read under the lock: a reading taken before it may be overtaken by
+	// calls that held the lock meanwhile, and a Spend that waited would
+	// decide on a time before theirs (a confirmation they saw expired
+	// would be redeemed after).
+	now = m.now()
+	at := now.Sub(m.epoch)
+	s.sweep(m, at)
+	e, ok := s.entries[id]
+	if !ok {
+		return Record{}, ErrUnknown
+	}
+	if e.state != Pending {
+		return s.record(m, e, at)
+	}
+	if at >= e.expires {
+		return Record{}, ErrExpired
+	}
+	c := m.confirmation(e)
+	m.unpend(e)
+	e.state = to
+	if to == Cancelled {
+		e.fields = ""
+	} else {
+		e.leaseEnd = at + lease
+	}
+	return Record{Confirmation: c, State: to}, nil
+}
+
+// record answers a Spend of the spent entry e at at from its record. An
+// acting entry whose lease has ended is in doubt from then on. s is locked.
+func (s *shard) record(m *Memory, e *entry, at time.Duration) (Record, error) {
+	if e.state == Acting && at >= e.leaseEnd {
+		e.state = InDoubt // for good: a late Complete finds it so
+	}
+	if e.state == Cancelled {
+		return Record{}, ErrCancelled
+	}
+	r := Record{Confirmation: m.confirmation(e), State: e.state}
+	if o, ok := s.outcomes[e.id]; ok {
+		r.Outcome = o
+		r.Outcome.Result = bytes.Clone(o.Result) // the record stays the store's
+	}
+	switch e.state {
+	case Acting:
+		return r, ErrInProgress
+	case Done, Failed:
+		return r, ErrDone
+	}
+	return r, ErrInDoubt
+}
+
+// Complete implements [Store]. It keeps a copy of o.Result.
+func (m *Memory) Complete(ctx context.Context, id ID, o Outcome) (err error) {
+	if err := o.Check(); err != nil {
+		return fmt.Errorf("ledger: complete %s: %w", id, err)
+	}
+	var now time.Time
+	if m.observe != nil {
+		m.order.Lock()
+		defer m.order.Unlock()
+		defer func() {
+			m.observe(ctx, Event{Time: now, Action: ActionComplete, ID: id, Result: ResultOf(err), Outcome: o.Kind})
+		}()
+	}
+	s := m.shard(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now = m.now() // under the lock, as Spend reads it
+	at := now.Sub(m.epoch)
 	s.sweep(m, at)
 	e, ok := s.entries[id]
 	switch {
 	case !ok:
-		return Confirmation{}, ErrUnknown
-	case at >= e.expires:
-		return Confirmation{}, ErrExpired
-	case e.state == Redeemed:
-		return Confirmation{}, ErrSpent
-	case e.state == Cancelled:
-		return Confirmation{}, ErrCancelled
+		return ErrUnknown
+	case e.state == Pending && at >= e.expires:
+		return ErrExpired
+	case e.state == Pending:
+		return ErrNotActing
+	case e.state != Acting || at >= e.leaseEnd:
+		_, err := s.record(m, e, at)
+		return err
 	}
-	c := m.confirmation(e)
-	e.state = to
-	m.release(e)
-	return c, nil
+	o.Result = bytes.Clone(o.Result)
+	if s.outcomes == nil {
+		s.outcomes = make(map[ID]Outcome)
+	}
+	s.outcomes[id] = o
+	e.state = o.Kind.State()
+	return nil
 }
 
 // Len reports how many confirmations the store remembers, and how many of
@@ -407,20 +504,20 @@ func (s *shard) setDue(m *Memory, e *entry) {
 // due is when e is to be swept: its expiry plus grace, as an offset from
 // the epoch, or math.MaxInt64 if that is further than an offset goes.
 func (m *Memory) due(e *entry) int64 {
-	// Only a positive expiry can overflow; for a negative one the
+	// Only a positive offset can overflow; for a negative one the
 	// subtraction itself would.
-	if e.expires > 0 && m.grace > math.MaxInt64-e.expires {
+	t := e.forgetAfter()
+	if t > 0 && m.grace > math.MaxInt64-t {
 		return math.MaxInt64
 	}
-	return int64(e.expires + m.grace)
+	return int64(t + m.grace)
 }
 
-// release forgets the fields of the pending entry e and that it counts
-// against the pending caps. Its shard is locked.
-func (m *Memory) release(e *entry) {
+// unpend forgets that the pending entry e counts against the pending caps.
+// Its shard is locked.
+func (m *Memory) unpend(e *entry) {
 	e.principal.pending.Add(-1)
 	m.pending.Add(-1)
-	e.fields = ""
 }
 
 // sweep forgets every entry of s whose expiry plus grace is not after at
@@ -434,9 +531,18 @@ func (s *shard) sweep(m *Memory, at time.Duration) {
 			return
 		}
 		s.byExpiry.pop()
+		if e.state != Pending && e.state != Cancelled && !e.requeued && e.leaseEnd > e.expires {
+			// Redeemed late in its life: remembered until its lease's
+			// end plus grace, so that every retry the lease allows is
+			// answered from the record.
+			e.requeued = true
+			s.byExpiry.push(e)
+			continue
+		}
 		delete(s.entries, e.id)
+		delete(s.outcomes, e.id)
 		if e.state == Pending {
-			m.release(e)
+			m.unpend(e)
 		}
 		if p := e.principal; p.refs.Add(-1) == 0 {
 			// Under home.mu, refs is exact: an Add that found p may have
@@ -460,6 +566,9 @@ func (s *shard) sweep(m *Memory, at time.Duration) {
 // follows at least 3n deletions. sweep calls it once it has swept, so a
 // long sweep copies once, at the size it leaves.
 func (s *shard) shrink() {
+	if s.outcomes != nil && len(s.outcomes) == 0 {
+		s.outcomes = nil
+	}
 	if s.peak < 1024 || len(s.entries) > s.peak/4 {
 		return
 	}
@@ -479,7 +588,7 @@ type expiryQueue struct {
 }
 
 func (q *expiryQueue) push(e *entry) {
-	if n := len(q.fifo); n == q.head || e.expires >= q.fifo[n-1].expires {
+	if n := len(q.fifo); n == q.head || e.forgetAfter() >= q.fifo[n-1].forgetAfter() {
 		q.fifo = append(q.fifo, e)
 		return
 	}
@@ -492,7 +601,7 @@ func (q *expiryQueue) peek() *entry {
 	if q.head < len(q.fifo) {
 		e = q.fifo[q.head]
 	}
-	if len(q.late) > 0 && (e == nil || q.late[0].expires < e.expires) {
+	if len(q.late) > 0 && (e == nil || q.late[0].forgetAfter() < e.forgetAfter()) {
 		e = q.late[0]
 	}
 	return e
@@ -500,7 +609,7 @@ func (q *expiryQueue) peek() *entry {
 
 // pop removes the entry peek returns.
 func (q *expiryQueue) pop() {
-	if q.head == len(q.fifo) || (len(q.late) > 0 && q.late[0].expires < q.fifo[q.head].expires) {
+	if q.head == len(q.fifo) || (len(q.late) > 0 && q.late[0].forgetAfter() < q.fifo[q.head].forgetAfter()) {
 		heap.Pop(&q.late)
 		return
 	}
@@ -531,7 +640,7 @@ func (q *expiryQueue) pop() {
 type expiryHeap []*entry
 
 func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].expires < h[j].expires }
+func (h expiryHeap) Less(i, j int) bool { return h[i].forgetAfter() < h[j].forgetAfter() }
 func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(*entry)) }
 func (h *expiryHeap) Pop() any {

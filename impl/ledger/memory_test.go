@@ -31,7 +31,7 @@ func TestMemoryCaps(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	m := ledger.NewMemory(ledger.MemoryOptions{MaxPending: 5, MaxPendingPerPrincipal: 3, Now: clock.Now})
-	l, err := ledger.New(m, ledger.Options{TTL: time.Minute, Now: clock.Now})
+	l, err := ledger.New(m, ledger.Options{TTL: time.Minute, Lease: time.Minute, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,31 +122,51 @@ func TestMemoryFullSweepsEarlierExpiries(t *testing.T) {
 	}
 }
 
+// TestMemoryExpiryAndGrace walks one store's clock past expiries, leases
+// and grace: a pending confirmation expires; a done one is answered from
+// its record after its expiry; everything is forgotten at its expiry or
+// its lease's end, whichever is later, plus grace, never before.
 func TestMemoryExpiryAndGrace(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	m := ledger.NewMemory(ledger.MemoryOptions{Grace: time.Minute, Now: clock.Now})
-	l, _ := ledger.New(m, ledger.Options{TTL: time.Minute, Now: clock.Now})
-	spent, _ := l.Issue(ctx, ledger.Confirmation{})
-	if _, err := l.Redeem(ctx, spent.ID); err != nil {
+	l, _ := ledger.New(m, ledger.Options{TTL: time.Minute, Lease: 30 * time.Second, Now: clock.Now})
+	at := func(d time.Duration) { clock.t = time.Unix(1_800_000_000, 0).Add(d) }
+	redeem := func(id ledger.ID, want error) ledger.Record {
+		t.Helper()
+		rec, err := l.Redeem(ctx, id)
+		if !errors.Is(err, want) || (want == nil) != (err == nil) {
+			t.Fatalf("at %v: Redeem = %v, want %v", clock.t.Sub(time.Unix(1_800_000_000, 0)), err, want)
+		}
+		return rec
+	}
+	done, _ := l.Issue(ctx, ledger.Confirmation{}) // expires at 1m
+	redeem(done.ID, nil)
+	if err := l.Complete(ctx, done.ID, ledger.OutcomeDone, []byte("result")); err != nil {
 		t.Fatal(err)
 	}
 	pending, _ := l.Issue(ctx, ledger.Confirmation{})
+	at(50 * time.Second)
+	late, _ := l.Issue(ctx, ledger.Confirmation{}) // expires at 1m50s
 
-	clock.Advance(time.Minute - time.Nanosecond)
-	if _, err := l.Redeem(ctx, spent.ID); !errors.Is(err, ledger.ErrSpent) {
-		t.Fatalf("replay before expiry: %v, want ErrSpent", err)
+	at(time.Minute - time.Nanosecond)
+	redeem(done.ID, ledger.ErrDone)
+	at(time.Minute) // now == Expires: no longer redeemable, but answered
+	redeem(pending.ID, ledger.ErrExpired)
+	if rec := redeem(done.ID, ledger.ErrDone); string(rec.Outcome.Result) != "result" {
+		t.Fatalf("replay after expiry: %q, want the result", rec.Outcome.Result)
 	}
-	clock.Advance(time.Nanosecond) // now == Expires: no longer redeemable
-	if _, err := l.Redeem(ctx, pending.ID); !errors.Is(err, ledger.ErrExpired) {
-		t.Fatalf("redeem at expiry: %v, want ErrExpired", err)
-	}
-	clock.Advance(time.Minute) // expiry + grace: forgotten, still refused
-	for _, id := range []ledger.ID{spent.ID, pending.ID} {
-		if _, err := l.Redeem(ctx, id); !errors.Is(err, ledger.ErrUnknown) {
-			t.Fatalf("redeem after grace: %v, want ErrUnknown", err)
-		}
-	}
+	at(time.Minute + 49*time.Second)
+	redeem(late.ID, nil) // its lease ends at 2m19s, after its expiry
+	at(2 * time.Minute)  // expiry + grace: forgotten, still refused
+	redeem(done.ID, ledger.ErrUnknown)
+	redeem(pending.ID, ledger.ErrUnknown)
+	at(2*time.Minute + 50*time.Second) // late's expiry + grace: remembered
+	redeem(late.ID, ledger.ErrInDoubt)
+	at(3*time.Minute + 19*time.Second - time.Nanosecond)
+	redeem(late.ID, ledger.ErrInDoubt)
+	at(3*time.Minute + 19*time.Second) // its lease's end + grace
+	redeem(late.ID, ledger.ErrUnknown)
 	if remembered, _ := m.Len(); remembered != 0 {
 		t.Fatalf("remembered %d entries after grace, want 0", remembered)
 	}
@@ -234,12 +254,12 @@ func TestMemoryExpiryRange(t *testing.T) {
 			if errors.Is(err, ledger.ErrFull) || errors.Is(err, ledger.ErrExists) {
 				t.Fatalf("Add with expiry %v: %v, want a plain error", tc.expires, err)
 			}
-			if _, err := m.Spend(ctx, c.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrUnknown) {
+			if _, err := m.Spend(ctx, c.ID, ledger.Acting, time.Minute); !errors.Is(err, ledger.ErrUnknown) {
 				t.Fatalf("refused Add left something behind: Spend = %v", err)
 			}
 			continue
 		}
-		got, err := m.Spend(ctx, c.ID, ledger.Cancelled)
+		got, err := m.Spend(ctx, c.ID, ledger.Cancelled, 0)
 		switch {
 		case tc.expires.Before(clock.t):
 			// Past its expiry plus grace: swept by the Spend itself.

@@ -398,7 +398,7 @@ func (p *Proxy) continueCall(ctx context.Context, c *conn, req *mcp.CallToolRequ
 		}
 		return refusal("The answer was sent to the upstream once, but its reply was lost: the action may or may not have happened. Check before asking again."), nil
 	}
-	res, err = p.continuation(ctx, res, rec)
+	res, err = p.continuation(ctx, res, rec.Confirmation)
 	var r *confirm.Refusal
 	if errors.As(err, &r) {
 		return refusal("%s", r.Reason), nil

@@ -53,6 +53,10 @@ type Options struct {
 	// TTL bounds how long a question may wait for its answer, both in the
 	// sealed requestState and in the ledger. Default 600 s.
 	TTL time.Duration
+	// Lease bounds how long an approved action may take to run and have
+	// its outcome recorded (ledger.Options.Lease); a slower one is never
+	// run again, but its retries are told it is in doubt. Default 2 minutes.
+	Lease time.Duration
 	// Store holds confirmations; nil means an in-memory store.
 	Store ledger.Store
 	// Principal overrides who the caller is (requeststate.Options.Principal).
@@ -102,7 +106,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	l, err := ledger.New(opts.Store, ledger.Options{TTL: opts.TTL, Now: opts.Now, Observe: opts.Observe})
+	l, err := ledger.New(opts.Store, ledger.Options{TTL: opts.TTL, Lease: opts.Lease, Now: opts.Now, Observe: opts.Observe})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

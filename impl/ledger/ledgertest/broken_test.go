@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,54 +18,100 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 )
 
-// racyStore is a deliberately broken store: Spend reads the state, then
-// writes it — check-then-act — so two concurrent spends can both win. So that
-// the race happens on every Race, not when the scheduler allows (rapid must
-// reproduce it while shrinking, even on a loaded machine), a racer that has
-// read waits at the Race's start line for the others to have read too.
-type racyStore struct {
+// brokenStore is a deliberately broken store, the spec itself on the real
+// clock with one of three faults:
+//
+//   - racy: Spend reads the state, then writes it — check-then-act — so two
+//     concurrent spends can both win. So that the race happens on every
+//     RedeemRace, not when the scheduler allows (rapid must reproduce it while
+//     shrinking, even on a loaded machine), a racer that has read waits at
+//     the RedeemRace's start line for the others to have read too.
+//   - rerun: a retry of an approval whose outcome is recorded runs again:
+//     Spend succeeds, as if the approval were new.
+//   - blind: Complete writes the outcome whatever the state: no
+//     compare-and-set from acting at all.
+//   - late: Complete is a compare-and-set from acting that forgets the
+//     lease: a late writer overwrites in doubt.
+//
+// Racers that are not racy take their turns in order (see startLine).
+type brokenStore struct {
 	mu sync.Mutex
-	m  map[ledger.ID]*racyEntry
+	m  spec
+	fault
 }
 
-type racyEntry struct {
-	c     ledger.Confirmation
-	state ledger.State
+type fault struct{ racy, rerun, blind, late bool }
+
+func newBrokenStore(f fault) *brokenStore {
+	return &brokenStore{m: spec{recs: map[ledger.ID]*specRecord{}}, fault: f}
 }
 
-func (s *racyStore) Add(_ context.Context, c ledger.Confirmation) error {
+func (s *brokenStore) Add(_ context.Context, c ledger.Confirmation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.m[c.ID] = &racyEntry{c: c}
+	if _, ok := s.m.recs[c.ID]; ok {
+		return ledger.ErrExists
+	}
+	s.m.Issue(c)
 	return nil
 }
 
-func (s *racyStore) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
-	s.mu.Lock()
-	e, ok := s.m[id]
-	var st ledger.State
-	if ok {
-		st = e.state
+// inTurn runs f in the racer's turn if ctx is a racer's, else at once.
+func inTurn(ctx context.Context, f func()) {
+	if l, ok := ctx.Value(startLineKey{}).(*startLine); ok {
+		l.inTurn(ctx.Value(racerKey{}).(int), f)
+		return
 	}
+	f()
+}
+
+func (s *brokenStore) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (r ledger.Record, err error) {
+	if s.racy {
+		return s.racySpend(ctx, id, to, lease)
+	}
+	inTurn(ctx, func() { r, err = s.spend(id, to, lease) })
+	return r, err
+}
+
+func (s *brokenStore) spend(id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.m.recs[id]; s.rerun && ok && to == ledger.Acting && (r.State == ledger.Done || r.State == ledger.Failed) {
+		return r.Record, nil
+	}
+	return s.m.Spend(id, to, lease, time.Now())
+}
+
+func (s *brokenStore) racySpend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
+	now := time.Now()
+	s.mu.Lock()
+	r, ok := s.m.at(id, now)
+	pending := ok && r.State == ledger.Pending && now.Before(r.Expires)
 	s.mu.Unlock()
 	// The window between check and act: every racer reads before any writes.
 	if l, racing := ctx.Value(startLineKey{}).(*startLine); racing {
 		l.reach()
 	}
-	switch {
-	case !ok:
-		return ledger.Confirmation{}, ledger.ErrUnknown
-	case !time.Now().Before(e.c.Expires):
-		return ledger.Confirmation{}, ledger.ErrExpired
-	case st == ledger.Redeemed:
-		return ledger.Confirmation{}, ledger.ErrSpent
-	case st == ledger.Cancelled:
-		return ledger.Confirmation{}, ledger.ErrCancelled
+	if pending {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		r.State, r.leaseEnd = to, now.Add(lease)
+		return r.Record, nil
 	}
-	s.mu.Lock()
-	e.state = to
-	s.mu.Unlock()
-	return e.c, nil
+	return s.spend(id, to, lease)
+}
+
+func (s *brokenStore) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) (err error) {
+	inTurn(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if r, ok := s.m.recs[id]; ok && (s.blind || s.late && r.State == ledger.Acting) {
+			r.State, r.Outcome = o.Kind.State(), o
+			return
+		}
+		err = s.m.Complete(id, o, time.Now())
+	})
+	return err
 }
 
 // recorder is a rapid.TB that records a failure instead of failing the test.
@@ -94,39 +142,75 @@ func (r *recorder) Log(args ...any) {
 }
 func (r *recorder) Logf(format string, args ...any) { r.Log(fmt.Sprintf(format, args...)) }
 
-// TestModelCatchesRacyStore is the negative control for the rapid model
-// test: a check-then-act store must be caught, and shrunk to a short
-// sequence that ends in a race.
-func TestModelCatchesRacyStore(t *testing.T) {
-	r := &recorder{T: t}
-	// rapid writes the shrunk failure under testdata/rapid/<name>/; a stale
-	// one would be replayed instead of found anew, so clear it both ways.
-	failDir := filepath.Join("testdata", "rapid", r.Name())
-	os.RemoveAll(failDir)
-	t.Cleanup(func() {
-		os.RemoveAll(failDir)
-		os.Remove(filepath.Dir(failDir)) // and the folders, if now empty
-		os.Remove(filepath.Dir(filepath.Dir(failDir)))
-	})
+var drawnAction = regexp.MustCompile(`\[rapid\] draw action: "(\w+)"`)
 
-	f := Factory{New: func(testing.TB) ledger.Store { return &racyStore{m: map[ledger.ID]*racyEntry{}} }}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		rapid.Check(r, func(rt *rapid.T) { modelRun(t, rt, f) })
-	}()
-	<-done
-	if !r.Failed() {
-		t.Fatal("the rapid model test passed a check-then-act store")
+// TestModelCatchesBrokenStores is the negative control for the rapid
+// model test: each broken store must be caught, with the failure its fault
+// causes, and shrunk to the shortest sequence that shows it.
+func TestModelCatchesBrokenStores(t *testing.T) {
+	// A caught failure: what it says, and the actions of the shrunk
+	// sequence ("a|b": either). A fault can show in a plain call and in a
+	// race: rapid shrinks the first failure it finds, keeping its message.
+	type caught struct {
+		want   string
+		shrunk []string
 	}
-	out := strings.Join(r.msgs, "\n")
-	if !strings.Contains(out, "two racers both spent one confirmation") {
-		t.Fatalf("failure was not the double spend:\n%s", out)
+	for _, tc := range []struct {
+		name  string
+		fault fault
+		any   []caught // one of these
+	}{
+		{"check-then-act", fault{racy: true}, []caught{
+			{"RedeemRace: two racers both spent one confirmation", []string{"Issue", "RedeemRace"}}}},
+		{"replay runs again", fault{rerun: true}, []caught{
+			{"Spend(acting) = ok, spec says done", []string{"Issue", "Redeem|RedeemRace", "Complete", "Redeem|RedeemRace"}},
+			{"RedeemRace: two racers both spent one confirmation", []string{"Issue", "Redeem|RedeemRace", "Complete", "RedeemRace"}}}},
+		{"complete without compare-and-set", fault{blind: true}, []caught{
+			{"Complete = ok, spec says not_acting", []string{"Issue", "Complete"}},
+			{"CompleteRace: two outcomes recorded for one confirmation", []string{"Issue", "CompleteRace"}}}},
+		{"complete after the lease", fault{late: true}, []caught{
+			{"Complete = ok, spec says in_doubt", []string{"Issue", "Redeem", "Complete|CompleteRace"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &recorder{T: t}
+			// rapid writes the shrunk failure under testdata/rapid/<name>/; a
+			// stale one would be replayed instead of found anew, so clear it
+			// both ways.
+			failDir := filepath.Join("testdata", "rapid", strings.ReplaceAll(r.Name(), "/", "_"))
+			os.RemoveAll(failDir)
+			t.Cleanup(func() {
+				os.RemoveAll(failDir)
+				for d := filepath.Dir(failDir); d != "."; d = filepath.Dir(d) {
+					os.Remove(d) // and the folders, if now empty
+				}
+			})
+			f := Factory{New: func(testing.TB) ledger.Store { return newBrokenStore(tc.fault) }}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				rapid.Check(r, func(rt *rapid.T) { modelRun(t, rt, f) })
+			}()
+			<-done
+			if !r.Failed() {
+				t.Fatal("the rapid model test passed a broken store")
+			}
+			out := strings.Join(r.msgs, "\n")
+			i := slices.IndexFunc(tc.any, func(c caught) bool { return strings.Contains(out, c.want) })
+			if i < 0 {
+				t.Fatalf("failure was none of %+v:\n%s", tc.any, out)
+			}
+			// The shrunk sequence is the shortest that shows the fault.
+			// (rapid does not always shrink a RedeemRace into a Redeem.)
+			shrunk := tc.any[i].shrunk
+			drawn := drawnAction.FindAllStringSubmatch(out, -1)
+			ok := len(drawn) == len(shrunk)
+			for i := 0; ok && i < len(drawn); i++ {
+				ok = slices.Contains(strings.Split(shrunk[i], "|"), drawn[i][1])
+			}
+			if !ok {
+				t.Fatalf("shrunk failing sequence is not %v:\n%s", shrunk, out)
+			}
+			t.Logf("caught and shrunk:\n%s", out)
+		})
 	}
-	// The shrunk sequence is the shortest: one Issue, one Race.
-	want := `[rapid] draw action: "Issue"` + "\n" + `[rapid] draw action: "Race"` + "\n"
-	if strings.Count(out, "[rapid] draw action:") != 2 || !strings.Contains(out, want) {
-		t.Fatalf("shrunk failing sequence is not Issue, Race:\n%s", out)
-	}
-	t.Logf("caught and shrunk:\n%s", out)
 }

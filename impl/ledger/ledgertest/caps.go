@@ -105,7 +105,7 @@ func capsSequential(t *testing.T, f CapsFactory) {
 			t.Fatalf("Add for %q past %s = %v, want ErrFull", p, why, err)
 		}
 		// Refused means not stored: the id is unknown.
-		if _, err := a.Spend(ctx, c.ID, ledger.Cancelled); !errors.Is(err, ledger.ErrUnknown) {
+		if _, err := a.Spend(ctx, c.ID, ledger.Cancelled, 0); !errors.Is(err, ledger.ErrUnknown) {
 			t.Fatalf("Spend of a refused Add = %v, want ErrUnknown", err)
 		}
 	}
@@ -120,20 +120,20 @@ func capsSequential(t *testing.T, f CapsFactory) {
 		t.Fatalf("duplicate Add when full = %v, want ErrExists", err)
 	}
 	// A redeemed confirmation frees its principal's slot and the store's.
-	if _, err := b.Spend(ctx, alice[0].ID, ledger.Redeemed); err != nil {
+	if _, err := b.Spend(ctx, alice[0].ID, ledger.Acting, Long); err != nil {
 		t.Fatal(err)
 	}
 	mustAdd(a, "alice")
 	mustRefuse(b, "alice", "her cap again")
 	// A cancelled one too: Bob's slot goes to Carol.
-	if _, err := a.Spend(ctx, bob[0].ID, ledger.Cancelled); err != nil {
+	if _, err := a.Spend(ctx, bob[0].ID, ledger.Cancelled, 0); err != nil {
 		t.Fatal(err)
 	}
 	mustAdd(b, "carol")
 	mustRefuse(a, "dave", "the store's cap again")
 	// Principals are compared byte for byte: a name that differs only in
 	// a byte the others share is someone else.
-	if _, err := a.Spend(ctx, bob[1].ID, ledger.Redeemed); err != nil {
+	if _, err := a.Spend(ctx, bob[1].ID, ledger.Acting, Long); err != nil {
 		t.Fatal(err)
 	}
 	mustAdd(a, "alice\x00")
@@ -180,7 +180,7 @@ func capsRacing(t *testing.T, f CapsFactory) {
 	}
 	// Spending one frees one slot, through either handle.
 	for p, ids := range accepted {
-		if _, err := b.Spend(ctx, ids[0], ledger.Redeemed); err != nil {
+		if _, err := b.Spend(ctx, ids[0], ledger.Acting, Long); err != nil {
 			t.Fatal(err)
 		}
 		if err := a.Add(ctx, pendingFor(t, p)); err != nil {

@@ -53,18 +53,22 @@ func (s *checkThenAddStore) Add(_ context.Context, c ledger.Confirmation) error 
 	return nil
 }
 
-func (s *checkThenAddStore) Spend(_ context.Context, id ledger.ID, _ ledger.State) (ledger.Confirmation, error) {
+func (s *checkThenAddStore) Spend(_ context.Context, id ledger.ID, to ledger.State, _ time.Duration) (ledger.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.m[id]
 	switch {
 	case !ok:
-		return ledger.Confirmation{}, ledger.ErrUnknown
+		return ledger.Record{}, ledger.ErrUnknown
 	case s.spent[id]:
-		return ledger.Confirmation{}, ledger.ErrSpent
+		return ledger.Record{}, ledger.ErrInDoubt
 	}
 	s.spent[id] = true
-	return c, nil
+	return ledger.Record{Confirmation: c, State: to}, nil
+}
+
+func (s *checkThenAddStore) Complete(context.Context, ledger.ID, ledger.Outcome) error {
+	return ledger.ErrNotActing
 }
 
 // capsControls are the negative controls of Caps (see controls).

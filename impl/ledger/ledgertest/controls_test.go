@@ -30,15 +30,24 @@ func (s goneStore) Add(context.Context, ledger.Confirmation) error {
 	return errGone
 }
 
-func (s goneStore) Spend(context.Context, ledger.ID, ledger.State) (ledger.Confirmation, error) {
+func (s goneStore) Spend(context.Context, ledger.ID, ledger.State, time.Duration) (ledger.Record, error) {
 	<-time.After(s.stall) // ignores the caller's context, as a broken client would
 	if s.answer != nil {
-		return ledger.Confirmation{}, s.answer
+		return ledger.Record{}, s.answer
 	}
-	return ledger.Confirmation{}, errGone
+	return ledger.Record{}, errGone
 }
 
-// replayStore never marks a confirmation spent: every Spend succeeds.
+func (s goneStore) Complete(context.Context, ledger.ID, ledger.Outcome) error {
+	<-time.After(s.stall)
+	if s.answer != nil {
+		return s.answer
+	}
+	return errGone
+}
+
+// replayStore never marks a confirmation spent: every Spend succeeds, and
+// a replay runs again.
 type replayStore map[ledger.ID]ledger.Confirmation
 
 func (s replayStore) Add(_ context.Context, c ledger.Confirmation) error {
@@ -46,13 +55,15 @@ func (s replayStore) Add(_ context.Context, c ledger.Confirmation) error {
 	return nil
 }
 
-func (s replayStore) Spend(_ context.Context, id ledger.ID, _ ledger.State) (ledger.Confirmation, error) {
+func (s replayStore) Spend(_ context.Context, id ledger.ID, to ledger.State, _ time.Duration) (ledger.Record, error) {
 	c, ok := s[id]
 	if !ok {
-		return ledger.Confirmation{}, ledger.ErrUnknown
+		return ledger.Record{}, ledger.ErrUnknown
 	}
-	return c, nil
+	return ledger.Record{Confirmation: c, State: to}, nil
 }
+
+func (s replayStore) Complete(context.Context, ledger.ID, ledger.Outcome) error { return nil }
 
 // A control runs one of the shared checks against a store broken in the
 // way the check looks for; the check must fail with want.

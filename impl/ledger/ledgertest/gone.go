@@ -61,7 +61,7 @@ func SilentAddr(t testing.TB) string {
 // pending) would be taken as the truth about the confirmation. It tries
 // a store closed by its owner (closed: opened on a working server, then
 // closed), one whose server is not listening and one whose server hangs
-// (at, given [ClosedAddr] and [SilentAddr]); on each, Add, Spend and the
+// (at, given [ClosedAddr] and [SilentAddr]); on each, Add, Spend, Complete and the
 // store's own operations in more, by name.
 func GoneAway[S ledger.Store](t *testing.T, closed func(t *testing.T) S, at func(t *testing.T, addr string) S, more map[string]func(context.Context, S) error) {
 	const timeout = 300 * time.Millisecond
@@ -82,8 +82,11 @@ func GoneAway[S ledger.Store](t *testing.T, closed func(t *testing.T) S, at func
 			ops := map[string]func(context.Context) error{
 				"Add": func(ctx context.Context) error { return s.Add(ctx, Fresh(t)) },
 				"Spend": func(ctx context.Context) error {
-					_, err := s.Spend(ctx, NewID(t), ledger.Redeemed)
+					_, err := s.Spend(ctx, NewID(t), ledger.Acting, Long)
 					return err
+				},
+				"Complete": func(ctx context.Context) error {
+					return s.Complete(ctx, NewID(t), outcome(ledger.OutcomeDone))
 				},
 			}
 			for name, op := range more {

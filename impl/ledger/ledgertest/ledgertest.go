@@ -11,15 +11,18 @@
 // [BenchmarkOp]. [Namespaced] makes their Factory.
 //
 // Expiry is exercised with absolute times around the real clock (entries
-// issued already expired, or expiring an hour from now), because shared
-// stores decide expiry on their own server's clock, which a test cannot
-// move.
+// issued already expired, or expiring an hour from now), and leases by
+// their length (a microsecond, over by the next call, or an hour), because
+// shared stores decide expiry and leases on their own server's clock, which
+// a test cannot move.
 package ledgertest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -48,6 +51,7 @@ type Factory struct {
 func Run(t *testing.T, f Factory) {
 	t.Run("Conformance", func(t *testing.T) { Conformance(t, f) })
 	t.Run("Concurrent", func(t *testing.T) { Concurrent(t, f) })
+	t.Run("ConcurrentComplete", func(t *testing.T) { ConcurrentComplete(t, f) })
 	t.Run("Model", func(t *testing.T) { Model(t, f) })
 	if f.Replica != nil {
 		t.Run("Replicas", func(t *testing.T) { Replicas(t, f) })
@@ -103,26 +107,89 @@ func equal(a, b ledger.Confirmation) bool {
 		a.Expires.Equal(b.Expires)
 }
 
-// Conformance checks each transition of a single confirmation.
+// Leases the suite redeems with, on every store's clock: Short is over
+// by the time the next call reaches the store; Long outlasts any test.
+const (
+	Short = time.Microsecond
+	Long  = time.Hour
+)
+
+// An Outcome the suite records: kind, and a result that a lossy store
+// would mangle.
+func outcome(kind ledger.OutcomeKind) ledger.Outcome {
+	r := []byte(`{"content":[{"type":"text","text":"Deleted \u00ab\u2068a\u2069\u00bb."}]}` + "\x00\xff")
+	return ledger.Outcome{Kind: kind, Result: r, Size: int64(len(r))}
+}
+
+// digestOnly is the outcome of a result too long to keep.
+func digestOnly() ledger.Outcome {
+	o := ledger.Outcome{Kind: ledger.OutcomeDone, Size: 1 << 20}
+	for i := range o.SHA256 {
+		o.SHA256[i] = byte(i) ^ 0xa5
+	}
+	return o
+}
+
+func sameOutcome(a, b ledger.Outcome) bool {
+	return a.Kind == b.Kind && bytes.Equal(a.Result, b.Result) && a.Size == b.Size && a.SHA256 == b.SHA256
+}
+
+// An op is one call of the conformance table, and the answer it wants.
+type op struct {
+	name    string // "redeem", "cancel", "complete", "wait"
+	lease   time.Duration
+	outcome ledger.Outcome
+	want    error // nil: success
+	state   ledger.State
+}
+
+func redeem(lease time.Duration, want error, st ledger.State) op {
+	return op{name: "redeem", lease: lease, want: want, state: st}
+}
+func cancel(want error, st ledger.State) op {
+	return op{name: "cancel", want: want, state: st}
+}
+func complete(o ledger.Outcome, want error) op { return op{name: "complete", outcome: o, want: want} }
+
+// wait is long enough for a Short lease to be over on every store.
+var wait = op{name: "wait"}
+
+// Conformance checks each transition of a single confirmation: every
+// answer, and, with in progress, done and in doubt, the record that comes
+// with it.
 func Conformance(t *testing.T, f Factory) {
 	ctx := context.Background()
-	type step struct {
-		to   ledger.State
-		want error // nil: success
-	}
+	done, failed, unknown := outcome(ledger.OutcomeDone), outcome(ledger.OutcomeFailed), outcome(ledger.OutcomeUnknown)
+	var (
+		Acting, Done, Failed, InDoubt, Cancelled = ledger.Acting, ledger.Done, ledger.Failed, ledger.InDoubt, ledger.Cancelled
+		inProgress, errDone, inDoubt             = ledger.ErrInProgress, ledger.ErrDone, ledger.ErrInDoubt
+	)
 	tests := []struct {
 		name  string
 		make  func(TB) ledger.Confirmation
 		added bool
-		steps []step
+		ops   []op
 	}{
-		{"redeem once", Fresh, true, []step{{ledger.Redeemed, nil}}},
-		{"redeem twice", Fresh, true, []step{{ledger.Redeemed, nil}, {ledger.Redeemed, ledger.ErrSpent}}},
-		{"redeem then cancel", Fresh, true, []step{{ledger.Redeemed, nil}, {ledger.Cancelled, ledger.ErrSpent}}},
-		{"cancel then redeem", Fresh, true, []step{{ledger.Cancelled, nil}, {ledger.Redeemed, ledger.ErrCancelled}}},
-		{"cancel twice", Fresh, true, []step{{ledger.Cancelled, nil}, {ledger.Cancelled, ledger.ErrCancelled}}},
-		{"unknown", Fresh, false, []step{{ledger.Redeemed, ledger.ErrUnknown}, {ledger.Cancelled, ledger.ErrUnknown}}},
-		{"expired", Expired, true, []step{{ledger.Redeemed, ledger.ErrExpired}, {ledger.Cancelled, ledger.ErrExpired}, {ledger.Redeemed, ledger.ErrExpired}}},
+		{"redeem once", Fresh, true, []op{redeem(Long, nil, Acting)}},
+		{"redeem twice", Fresh, true, []op{redeem(Long, nil, Acting), redeem(Long, inProgress, Acting)}},
+		{"redeem then cancel", Fresh, true, []op{redeem(Long, nil, Acting), cancel(inProgress, Acting)}},
+		{"cancel then redeem", Fresh, true, []op{cancel(nil, Cancelled), redeem(Long, ledger.ErrCancelled, 0)}},
+		{"cancel twice", Fresh, true, []op{cancel(nil, Cancelled), cancel(ledger.ErrCancelled, 0)}},
+		{"unknown", Fresh, false, []op{redeem(Long, ledger.ErrUnknown, 0), cancel(ledger.ErrUnknown, 0), complete(done, ledger.ErrUnknown)}},
+		{"expired", Expired, true, []op{redeem(Long, ledger.ErrExpired, 0), cancel(ledger.ErrExpired, 0), complete(done, ledger.ErrExpired), redeem(Long, ledger.ErrExpired, 0)}},
+		{"done, then retried", Fresh, true, []op{redeem(Long, nil, Acting), complete(done, nil),
+			redeem(Long, errDone, Done), cancel(errDone, Done), complete(failed, errDone), redeem(Long, errDone, Done)}},
+		{"failed, then retried", Fresh, true, []op{redeem(Long, nil, Acting), complete(failed, nil),
+			redeem(Long, errDone, Failed), complete(done, errDone), redeem(Long, errDone, Failed)}},
+		{"outcome unknown", Fresh, true, []op{redeem(Long, nil, Acting), complete(unknown, nil),
+			redeem(Long, inDoubt, InDoubt), complete(done, inDoubt), cancel(inDoubt, InDoubt)}},
+		{"result too long to keep", Fresh, true, []op{redeem(Long, nil, Acting), complete(digestOnly(), nil), redeem(Long, errDone, Done)}},
+		{"lease ends", Fresh, true, []op{redeem(Short, nil, Acting), wait,
+			redeem(Long, inDoubt, InDoubt), complete(done, inDoubt), redeem(Long, inDoubt, InDoubt)}},
+		{"complete after the lease", Fresh, true, []op{redeem(Short, nil, Acting), wait,
+			complete(done, inDoubt), complete(done, inDoubt), redeem(Long, inDoubt, InDoubt), cancel(inDoubt, InDoubt)}},
+		{"complete before redeem", Fresh, true, []op{complete(done, ledger.ErrNotActing), redeem(Long, nil, Acting)}},
+		{"complete cancelled", Fresh, true, []op{cancel(nil, Cancelled), complete(done, ledger.ErrCancelled), redeem(Long, ledger.ErrCancelled, 0)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,13 +198,37 @@ func Conformance(t *testing.T, f Factory) {
 			if tt.added {
 				add(t, s, c)
 			}
-			for i, st := range tt.steps {
-				got, err := s.Spend(ctx, c.ID, st.to)
-				if !errors.Is(err, st.want) || (st.want == nil) != (err == nil) {
-					t.Fatalf("step %d: Spend(%v) error = %v, want %v", i, st.to, err, st.want)
+			var recorded ledger.Outcome // the first outcome a Complete recorded
+			for i, o := range tt.ops {
+				var rec ledger.Record
+				var err error
+				switch o.name {
+				case "wait":
+					time.Sleep(time.Millisecond)
+					continue
+				case "complete":
+					err = s.Complete(ctx, c.ID, o.outcome)
+					if err == nil {
+						recorded = o.outcome
+					}
+				default:
+					to := ledger.Acting
+					if o.name == "cancel" {
+						to = ledger.Cancelled
+					}
+					rec, err = s.Spend(ctx, c.ID, to, o.lease)
 				}
-				if err == nil && !equal(got, c) {
-					t.Fatalf("step %d: Spend returned %+v, want %+v", i, got, c)
+				if !errors.Is(err, o.want) || (o.want == nil) != (err == nil) {
+					t.Fatalf("op %d: %s = %v, want %v", i, o.name, err, o.want)
+				}
+				if o.name == "complete" || o.state == 0 && o.want != nil {
+					continue
+				}
+				if !equal(rec.Confirmation, c) || rec.State != o.state {
+					t.Fatalf("op %d: %s returned %+v in state %v, want %+v in state %v", i, o.name, rec.Confirmation, rec.State, c, o.state)
+				}
+				if !sameOutcome(rec.Outcome, recorded) {
+					t.Fatalf("op %d: %s returned outcome %+v, want %+v", i, o.name, rec.Outcome, recorded)
 				}
 			}
 		})
@@ -152,8 +243,8 @@ func Conformance(t *testing.T, f Factory) {
 		if err := s.Add(ctx, dup); !errors.Is(err, ledger.ErrExists) {
 			t.Fatalf("second Add = %v, want ErrExists", err)
 		}
-		got, err := s.Spend(ctx, c.ID, ledger.Redeemed)
-		if err != nil || !equal(got, c) {
+		got, err := s.Spend(ctx, c.ID, ledger.Acting, Long)
+		if err != nil || !equal(got.Confirmation, c) {
 			t.Fatalf("Spend after duplicate Add = %+v, %v; want the original", got, err)
 		}
 	})
@@ -163,29 +254,81 @@ func Conformance(t *testing.T, f Factory) {
 		a, b := Fresh(t), Fresh(t)
 		add(t, s, a)
 		add(t, s, b)
-		if _, err := s.Spend(ctx, a.ID, ledger.Redeemed); err != nil {
+		if _, err := s.Spend(ctx, a.ID, ledger.Acting, Long); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Spend(ctx, b.ID, ledger.Cancelled); err != nil {
+		if err := s.Complete(ctx, a.ID, done); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, b.ID, done); !errors.Is(err, ledger.ErrNotActing) {
+			t.Fatalf("completing a changed b: %v", err)
+		}
+		if _, err := s.Spend(ctx, b.ID, ledger.Cancelled, 0); err != nil {
 			t.Fatalf("spending a changed b: %v", err)
 		}
 	})
 
-	t.Run("invalid target state", func(t *testing.T) {
+	t.Run("invalid arguments", func(t *testing.T) {
 		s := f.New(t)
 		c := Fresh(t)
 		add(t, s, c)
-		if _, err := s.Spend(ctx, c.ID, ledger.Pending); err == nil {
-			t.Fatal("Spend(Pending) succeeded")
+		for _, tt := range []struct {
+			to    ledger.State
+			lease time.Duration
+		}{{ledger.Pending, Long}, {ledger.Done, Long}, {ledger.InDoubt, Long}, {ledger.Acting, 0}, {ledger.Acting, -time.Second}} {
+			if _, err := s.Spend(ctx, c.ID, tt.to, tt.lease); ledger.ResultOf(err) != ledger.ResultError {
+				t.Fatalf("Spend(%v, lease %v) = %v, want an error that is no ledger answer", tt.to, tt.lease, err)
+			}
 		}
-		if _, err := s.Spend(ctx, c.ID, ledger.Redeemed); err != nil {
-			t.Fatalf("a refused Spend(Pending) changed the entry: %v", err)
+		if _, err := s.Spend(ctx, c.ID, ledger.Acting, Long); err != nil {
+			t.Fatalf("a refused Spend changed the entry: %v", err)
+		}
+		for _, o := range []ledger.Outcome{{}, {Kind: 9}, {Kind: ledger.OutcomeDone, Result: []byte("ab"), Size: 3}, {Kind: ledger.OutcomeDone, Size: -1}} {
+			if err := s.Complete(ctx, c.ID, o); ledger.ResultOf(err) != ledger.ResultError {
+				t.Fatalf("Complete(%+v) = %v, want an error that is no ledger answer", o, err)
+			}
+		}
+		if err := s.Complete(ctx, c.ID, done); err != nil {
+			t.Fatalf("a refused Complete changed the entry: %v", err)
+		}
+	})
+
+	// A recorded outcome, an action in progress and a cancellation are
+	// answered as such after the confirmation's expiry: only a pending
+	// confirmation expires.
+	t.Run("answered after expiry", func(t *testing.T) {
+		s := f.New(t)
+		const ttl = 300 * time.Millisecond
+		cs := make([]ledger.Confirmation, 3)
+		for i := range cs {
+			cs[i] = Fresh(t)
+			cs[i].Expires = time.Now().Add(ttl).Truncate(time.Millisecond)
+			add(t, s, cs[i])
+		}
+		for i, to := range []ledger.State{ledger.Acting, ledger.Acting, ledger.Cancelled} {
+			if _, err := s.Spend(ctx, cs[i].ID, to, Long); err != nil {
+				t.Fatalf("Spend(%v): %v (a loaded machine took %v?)", to, err, ttl)
+			}
+		}
+		if err := s.Complete(ctx, cs[0].ID, done); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(cs[0].Expires) + 10*time.Millisecond)
+		for i, want := range []error{ledger.ErrDone, ledger.ErrInProgress, ledger.ErrCancelled} {
+			rec, err := s.Spend(ctx, cs[i].ID, ledger.Acting, Long)
+			if !errors.Is(err, want) {
+				t.Fatalf("after expiry: Spend = %v, want %v", err, want)
+			}
+			if i == 0 && !sameOutcome(rec.Outcome, done) {
+				t.Fatalf("after expiry: outcome %+v, want %+v", rec.Outcome, done)
+			}
 		}
 	})
 }
 
 // Concurrent races many goroutines spending the same confirmations: for
-// each, exactly one succeeds and every other gets a spent/cancelled error.
+// each, exactly one succeeds and every other is answered from its record:
+// in progress or cancelled.
 func Concurrent(t *testing.T, f Factory) {
 	const ids, racers = 16, 32
 	s := f.New(t)
@@ -204,17 +347,17 @@ func Concurrent(t *testing.T, f Factory) {
 	for r := range racers {
 		for i, c := range cs {
 			wg.Go(func() {
-				to := ledger.Redeemed
+				to := ledger.Acting
 				if r%4 == 3 {
 					to = ledger.Cancelled
 				}
-				_, err := stores[r%len(stores)].Spend(context.Background(), c.ID, to)
+				_, err := stores[r%len(stores)].Spend(context.Background(), c.ID, to, Long)
 				switch {
 				case err == nil:
 					mu.Lock()
 					wins[i]++
 					mu.Unlock()
-				case errors.Is(err, ledger.ErrSpent), errors.Is(err, ledger.ErrCancelled):
+				case errors.Is(err, ledger.ErrInProgress), errors.Is(err, ledger.ErrCancelled):
 				default:
 					t.Errorf("Spend(%s): unexpected error %v", c.ID, err)
 				}
@@ -229,19 +372,90 @@ func Concurrent(t *testing.T, f Factory) {
 	}
 }
 
+// ConcurrentComplete races many goroutines recording different outcomes
+// of one redeemed confirmation, and retries redeeming it: exactly one
+// Complete succeeds, every other is refused as done, and every retry is
+// answered in progress or with the one outcome recorded.
+func ConcurrentComplete(t *testing.T, f Factory) {
+	const racers = 32
+	ctx := context.Background()
+	s := f.New(t)
+	stores := []ledger.Store{s}
+	if f.Replica != nil {
+		stores = append(stores, f.Replica(t, s))
+	}
+	c := Fresh(t)
+	add(t, s, c)
+	if _, err := s.Spend(ctx, c.ID, ledger.Acting, Long); err != nil {
+		t.Fatal(err)
+	}
+	outcomes := make([]ledger.Outcome, racers)
+	completed := make([]bool, racers)
+	retries := make([]ledger.Record, racers)
+	var wg sync.WaitGroup
+	for r := range racers {
+		outcomes[r] = outcome(ledger.OutcomeKind(1 + r%3))
+		outcomes[r].Result = fmt.Appendf(outcomes[r].Result, " racer %d", r)
+		outcomes[r].Size = int64(len(outcomes[r].Result))
+		wg.Go(func() {
+			st := stores[r%len(stores)]
+			switch err := st.Complete(ctx, c.ID, outcomes[r]); {
+			case err == nil:
+				completed[r] = true
+			case errors.Is(err, ledger.ErrDone), errors.Is(err, ledger.ErrInDoubt):
+			default:
+				t.Errorf("Complete: unexpected error %v", err)
+			}
+			rec, err := st.Spend(ctx, c.ID, ledger.Acting, Long)
+			if !errors.Is(err, ledger.ErrSpent) {
+				t.Errorf("retry: %v, want a record's answer", err)
+			}
+			retries[r] = rec
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for r, ok := range completed {
+		if ok {
+			if winner >= 0 {
+				t.Fatalf("racers %d and %d both recorded an outcome", winner, r)
+			}
+			winner = r
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no Complete succeeded")
+	}
+	for r, rec := range retries {
+		if rec.State != ledger.Acting && !sameOutcome(rec.Outcome, outcomes[winner]) {
+			t.Fatalf("retry %d was answered %v %+v; the outcome recorded is %+v", r, rec.State, rec.Outcome, outcomes[winner])
+		}
+	}
+}
+
 // Replicas checks that a confirmation added through one handle is spent,
-// once, through another.
+// once, through another, and its outcome recorded through either is the
+// answer through both.
 func Replicas(t *testing.T, f Factory) {
 	ctx := context.Background()
 	a := f.New(t)
 	b := f.Replica(t, a)
 	c := Fresh(t)
 	add(t, a, c)
-	got, err := b.Spend(ctx, c.ID, ledger.Redeemed)
-	if err != nil || !equal(got, c) {
+	got, err := b.Spend(ctx, c.ID, ledger.Acting, Long)
+	if err != nil || !equal(got.Confirmation, c) {
 		t.Fatalf("replica B Spend = %+v, %v; want the confirmation A added", got, err)
 	}
-	if _, err := a.Spend(ctx, c.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrSpent) {
-		t.Fatalf("replica A Spend after B = %v, want ErrSpent", err)
+	if _, err := a.Spend(ctx, c.ID, ledger.Acting, Long); !errors.Is(err, ledger.ErrInProgress) {
+		t.Fatalf("replica A Spend after B = %v, want ErrInProgress", err)
+	}
+	o := outcome(ledger.OutcomeDone)
+	if err := a.Complete(ctx, c.ID, o); err != nil {
+		t.Fatalf("replica A Complete of B's redemption: %v", err)
+	}
+	for name, s := range map[string]ledger.Store{"A": a, "B": b} {
+		if rec, err := s.Spend(ctx, c.ID, ledger.Acting, Long); !errors.Is(err, ledger.ErrDone) || !sameOutcome(rec.Outcome, o) {
+			t.Fatalf("replica %s retry = %v %+v, want ErrDone with %+v", name, err, rec.Outcome, o)
+		}
 	}
 }

@@ -17,59 +17,130 @@ import (
 // spec is the Go transcription of spec/Ledger.tla's store, one function per
 // action, for one store shared by every replica that opens it. The rapid
 // test drives a real store and this model with the same actions and
-// requires the same outcome from both.
+// requires the same answer from both, and the same record.
 type spec struct {
-	status map[ledger.ID]ledger.State // absent: never issued here
-	expiry map[ledger.ID]time.Time
+	recs map[ledger.ID]*specRecord // absent: never issued here, or forgotten
+}
+
+type specRecord struct {
+	ledger.Record
+	leaseEnd time.Time
 }
 
 // Issue: a new confirmation becomes pending.
 func (m *spec) Issue(c ledger.Confirmation) {
-	m.status[c.ID] = ledger.Pending
-	m.expiry[c.ID] = c.Expires
+	m.recs[c.ID] = &specRecord{Record: ledger.Record{Confirmation: c, State: ledger.Pending}}
 }
 
-// Spend is Redeem (to = Redeemed) or Cancel (to = Cancelled): the atomic
+// at reads the record of id at the store's time now: an acting one whose
+// lease has ended is in doubt (LeaseExpiry), for good.
+func (m *spec) at(id ledger.ID, now time.Time) (*specRecord, bool) {
+	r, ok := m.recs[id]
+	if ok && r.State == ledger.Acting && !now.Before(r.leaseEnd) {
+		r.State = ledger.InDoubt
+	}
+	return r, ok
+}
+
+// answer is what a Spend of the spent record r gets (Replay).
+func answer(r *specRecord) (ledger.Record, error) {
+	switch r.State {
+	case ledger.Cancelled:
+		return ledger.Record{}, ledger.ErrCancelled
+	case ledger.Acting:
+		return r.Record, ledger.ErrInProgress
+	case ledger.Done, ledger.Failed:
+		return r.Record, ledger.ErrDone
+	}
+	return r.Record, ledger.ErrInDoubt
+}
+
+// Spend is Redeem (to = Acting) or Cancel (to = Cancelled): the atomic
 // compare-and-set on the store, at the store's time now.
-func (m *spec) Spend(id ledger.ID, to ledger.State, now time.Time) error {
-	st, ok := m.status[id]
+func (m *spec) Spend(id ledger.ID, to ledger.State, lease time.Duration, now time.Time) (ledger.Record, error) {
+	r, ok := m.at(id, now)
+	switch {
+	case !ok:
+		return ledger.Record{}, ledger.ErrUnknown
+	case r.State != ledger.Pending:
+		return answer(r)
+	case !now.Before(r.Expires):
+		return ledger.Record{}, ledger.ErrExpired
+	}
+	r.State = to
+	if to == ledger.Acting {
+		r.leaseEnd = now.Add(lease)
+	}
+	return r.Record, nil
+}
+
+// Complete records o for the acting confirmation id, before its lease
+// ends: a compare-and-set from Acting.
+func (m *spec) Complete(id ledger.ID, o ledger.Outcome, now time.Time) error {
+	r, ok := m.at(id, now)
 	switch {
 	case !ok:
 		return ledger.ErrUnknown
-	case !now.Before(m.expiry[id]):
+	case r.State == ledger.Pending && !now.Before(r.Expires):
 		return ledger.ErrExpired
-	case st == ledger.Redeemed:
-		return ledger.ErrSpent
-	case st == ledger.Cancelled:
-		return ledger.ErrCancelled
+	case r.State == ledger.Pending:
+		return ledger.ErrNotActing
+	case r.State != ledger.Acting:
+		_, err := answer(r)
+		return err
 	}
-	m.status[id] = to
+	r.State = o.Kind.State()
+	r.Outcome = o
 	return nil
 }
 
-// startLine lines up the racers of one Race. The Race puts it in the
-// context of each racer's Spend; real stores never look at it. The
-// deliberately racy store of the negative control (broken_test.go) waits at
-// it between its check and its act, so that its race window opens on every
-// Race, however loaded the machine: timing windows made the control's
-// failure come and go while rapid shrank it, and on a loaded CI runner the
+// forgettable reports whether a store may have forgotten id by now: after
+// its expiry and the end of its lease (plus a grace the spec does not
+// know), never before.
+func (m *spec) forgettable(id ledger.ID, now time.Time) bool {
+	r, ok := m.recs[id]
+	return !ok || !now.Before(r.Expires) && !now.Before(r.leaseEnd)
+}
+
+// startLine lines up the racers of one race (RedeemRace, CompleteRace).
+// The race puts it in the context of each racer's call, with the racer's
+// number; real stores never look at them. The deliberately broken stores
+// of the negative controls (broken_test.go) do: the racy one waits at it
+// between its check and its act, so that its race window opens on every
+// race, however loaded the machine; the others take their turns in the
+// racers' order, so that the scheduler does not pick the winner. Either
+// way a failure reproduces exactly while rapid shrinks it: timing windows
+// made the control's failure come and go, and on a loaded CI runner the
 // shrinking ran out of time with a longer sequence than the shortest.
 type startLine struct {
 	left atomic.Int32
 	all  chan struct{} // closed when every racer has reached the line
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	next int // the racer whose turn it is
 }
 
-type startLineKey struct{}
+type (
+	startLineKey struct{}
+	racerKey     struct{}
+)
 
 func newStartLine(racers int) *startLine {
 	l := &startLine{all: make(chan struct{})}
 	l.left.Store(int32(racers))
+	l.cond = sync.NewCond(&l.mu)
 	return l
+}
+
+// racing returns the context of racer i of a race lined up by l.
+func racing(ctx context.Context, l *startLine, i int) context.Context {
+	return context.WithValue(context.WithValue(ctx, startLineKey{}, l), racerKey{}, i)
 }
 
 // reach marks one racer at the line and waits for the rest. It gives up
 // after ten seconds, so that a store that calls it wrongly (twice in one
-// Spend, say) cannot hang the test.
+// call, say) cannot hang the test.
 func (l *startLine) reach() {
 	if l.left.Add(-1) == 0 {
 		close(l.all)
@@ -80,10 +151,26 @@ func (l *startLine) reach() {
 	}
 }
 
+// inTurn runs f as racer i once every racer before it has run.
+func (l *startLine) inTurn(i int, f func()) {
+	l.mu.Lock()
+	for l.next != i {
+		l.cond.Wait()
+	}
+	l.mu.Unlock()
+	f()
+	l.mu.Lock()
+	l.next++
+	l.cond.Broadcast()
+	l.mu.Unlock()
+}
+
 // Model checks a store against the spec with rapid, in sequences of Issue,
-// Redeem, Cancel and concurrent races on one confirmation, through one or
-// (when the factory can) two handles on the same store. With a clock the
-// store honours (Factory.NewAt), time also advances between steps.
+// Redeem, Cancel, Complete and concurrent races on one confirmation
+// (spends, and completes), through one or (when the factory can) two
+// handles on the same store. With a clock the store honours
+// (Factory.NewAt), time also advances between steps, and leases last
+// minutes; otherwise a lease is [Short] or [Long].
 func Model(t *testing.T, f Factory) {
 	rapid.Check(t, func(rt *rapid.T) { modelRun(t, rt, f) })
 }
@@ -105,7 +192,7 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 	if f.Replica != nil {
 		stores = append(stores, f.Replica(t, s))
 	}
-	m := &spec{status: map[ledger.ID]ledger.State{}, expiry: map[ledger.ID]time.Time{}}
+	m := &spec{recs: map[ledger.ID]*specRecord{}}
 	var ids []ledger.ID
 	// Ids are numbered, not random, so that a failure reproduces exactly
 	// while rapid shrinks it; the run's random prefix keeps runs that share
@@ -125,6 +212,23 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 		}
 		return rapid.SampledFrom(ids).Draw(rt, "id")
 	}
+	lease := func(rt *rapid.T) time.Duration {
+		if f.NewAt != nil {
+			return time.Duration(rapid.IntRange(1, 30).Draw(rt, "leaseMinutes")) * time.Minute
+		}
+		return rapid.SampledFrom([]time.Duration{Short, Long}).Draw(rt, "lease")
+	}
+	drawOutcome := func(rt *rapid.T) ledger.Outcome {
+		o := ledger.Outcome{Kind: rapid.SampledFrom([]ledger.OutcomeKind{ledger.OutcomeDone, ledger.OutcomeFailed, ledger.OutcomeUnknown}).Draw(rt, "outcome")}
+		if rapid.IntRange(0, 9).Draw(rt, "digestOnly") == 9 {
+			o.Size = int64(rapid.IntRange(1, 1<<30).Draw(rt, "size"))
+			copy(o.SHA256[:], rapid.SliceOfN(rapid.Byte(), 32, 32).Draw(rt, "sha256"))
+			return o
+		}
+		o.Result = rapid.SliceOfN(rapid.Byte(), 0, 64).Draw(rt, "result")
+		o.Size = int64(len(o.Result))
+		return o
+	}
 	issue := func(rt *rapid.T, ttl time.Duration) {
 		c := Fresh(rt)
 		c.ID = nextID()
@@ -135,31 +239,61 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 		m.Issue(c)
 		ids = append(ids, c.ID)
 	}
+	// check compares a store's answer with the spec's. Details go to the
+	// log, a stable message to Fatalf: rapid shrinks only while the
+	// failure message stays the same, so it names the call, not the action
+	// (Redeem or RedeemRace) that made it. (Actions are drawn by name, in
+	// sorted order, and shrink toward the first: so Redeem shrinks before
+	// RedeemRace, whose winner the scheduler picks.)
+	check := func(rt *rapid.T, call string, id ledger.ID, via int, got ledger.Record, gotErr error, want ledger.Record, wantErr error, at time.Time) {
+		if errors.Is(gotErr, ledger.ErrUnknown) && m.forgettable(id, at) {
+			delete(m.recs, id) // forgotten, and stays so
+			return
+		}
+		if !errors.Is(gotErr, wantErr) || (wantErr == nil) != (gotErr == nil) {
+			rt.Logf("%s(#%d) via replica %d = %v, spec says %v", call, seq(id), via, gotErr, wantErr)
+			rt.Fatalf("%s = %v, spec says %v", call, ledger.ResultOf(gotErr), ledger.ResultOf(wantErr))
+		}
+		if (wantErr == nil || errors.Is(wantErr, ledger.ErrSpent)) && !sameRecord(got, want) {
+			rt.Logf("%s(#%d) via replica %d returned %+v, spec says %+v", call, seq(id), via, got, want)
+			rt.Fatalf("%s returned a record the spec does not hold", call)
+		}
+	}
 	spend := func(rt *rapid.T, to ledger.State) {
 		id := pick(rt)
 		via := rapid.IntRange(0, len(stores)-1).Draw(rt, "replica")
-		_, got := stores[via].Spend(ctx, id, to)
-		want := m.Spend(id, to, now())
-		if !sameOutcome(got, want) {
-			// Details to the log, a stable message to Fatalf: rapid shrinks
-			// only while the failure message stays the same.
-			rt.Logf("Spend(#%d, %v) via replica %d = %v, spec says %v", seq(id), to, via, got, want)
-			rt.Fatalf("Spend(%v) = %v, spec says %v", to, ledger.ResultOf(got), ledger.ResultOf(want))
+		d := Long
+		if to == ledger.Acting {
+			d = lease(rt)
 		}
+		at := now()
+		got, gotErr := stores[via].Spend(ctx, id, to, d)
+		want, wantErr := m.Spend(id, to, d, at)
+		check(rt, "Spend("+to.String()+")", id, via, got, gotErr, want, wantErr, at)
 	}
 	actions := map[string]func(*rapid.T){
 		"Issue":        func(rt *rapid.T) { issue(rt, time.Hour) },
 		"IssueExpired": func(rt *rapid.T) { issue(rt, -time.Second) },
-		"Redeem":       func(rt *rapid.T) { spend(rt, ledger.Redeemed) },
+		"Redeem":       func(rt *rapid.T) { spend(rt, ledger.Acting) },
 		"Cancel":       func(rt *rapid.T) { spend(rt, ledger.Cancelled) },
-		"Race": func(rt *rapid.T) {
+		"Complete": func(rt *rapid.T) {
 			id := pick(rt)
-			tos := rapid.SliceOfN(rapid.SampledFrom([]ledger.State{ledger.Redeemed, ledger.Cancelled}), 2, 8).Draw(rt, "racers")
+			via := rapid.IntRange(0, len(stores)-1).Draw(rt, "replica")
+			o := drawOutcome(rt)
+			at := now()
+			err := stores[via].Complete(ctx, id, o)
+			check(rt, "Complete", id, via, ledger.Record{}, err, ledger.Record{}, m.Complete(id, o, at), at)
+		},
+		"RedeemRace": func(rt *rapid.T) {
+			id := pick(rt)
+			tos := rapid.SliceOfN(rapid.SampledFrom([]ledger.State{ledger.Acting, ledger.Cancelled}), 2, 8).Draw(rt, "racers")
 			errs := make([]error, len(tos))
-			raceCtx := context.WithValue(ctx, startLineKey{}, newStartLine(len(tos)))
+			recs := make([]ledger.Record, len(tos))
+			line := newStartLine(len(tos))
+			at := now()
 			var wg sync.WaitGroup
 			for i, to := range tos {
-				wg.Go(func() { _, errs[i] = stores[i%len(stores)].Spend(raceCtx, id, to) })
+				wg.Go(func() { recs[i], errs[i] = stores[i%len(stores)].Spend(racing(ctx, line, i), id, to, Long) })
 			}
 			wg.Wait()
 			// Linearize: the spec applies the winner first, then the others.
@@ -167,32 +301,45 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 			for i, err := range errs {
 				if err == nil {
 					if winner >= 0 {
-						rt.Logf("Race on #%d: racers %d and %d both spent it", seq(id), winner, i)
-						rt.Fatalf("Race: two racers both spent one confirmation")
+						rt.Logf("RedeemRace on #%d: racers %d and %d both spent it", seq(id), winner, i)
+						rt.Fatalf("RedeemRace: two racers both spent one confirmation")
 					}
 					winner = i
 				}
 			}
-			order := make([]int, 0, len(tos))
-			if winner >= 0 {
-				order = append(order, winner)
+			for _, i := range linearized(len(tos), winner) {
+				want, wantErr := m.Spend(id, tos[i], Long, at)
+				check(rt, "Spend("+tos[i].String()+")", id, i%len(stores), recs[i], errs[i], want, wantErr, at)
 			}
-			for i := range tos {
-				if i != winner {
-					order = append(order, i)
-				}
-			}
+		},
+		"CompleteRace": func(rt *rapid.T) {
+			id := pick(rt)
+			outs := rapid.SliceOfN(rapid.Custom(drawOutcome), 2, 8).Draw(rt, "completers")
+			errs := make([]error, len(outs))
+			line := newStartLine(len(outs))
 			at := now()
-			for _, i := range order {
-				if want := m.Spend(id, tos[i], at); !sameOutcome(errs[i], want) {
-					rt.Logf("Race on #%d: racer %d (%v) got %v, spec says %v", seq(id), i, tos[i], errs[i], want)
-					rt.Fatalf("Race: a racer got %v, spec says %v", ledger.ResultOf(errs[i]), ledger.ResultOf(want))
+			var wg sync.WaitGroup
+			for i, o := range outs {
+				wg.Go(func() { errs[i] = stores[i%len(stores)].Complete(racing(ctx, line, i), id, o) })
+			}
+			wg.Wait()
+			winner := -1
+			for i, err := range errs {
+				if err == nil {
+					if winner >= 0 {
+						rt.Logf("CompleteRace on #%d: completers %d and %d both recorded an outcome", seq(id), winner, i)
+						rt.Fatalf("CompleteRace: two outcomes recorded for one confirmation")
+					}
+					winner = i
 				}
+			}
+			for _, i := range linearized(len(outs), winner) {
+				check(rt, "Complete", id, i%len(stores), ledger.Record{}, errs[i], ledger.Record{}, m.Complete(id, outs[i], at), at)
 			}
 		},
 	}
 	if f.NewAt != nil {
-		// Tick: time passes; confirmations reach their expiry.
+		// Tick: time passes; confirmations reach their expiry, leases end.
 		actions["Tick"] = func(rt *rapid.T) {
 			d := time.Duration(rapid.IntRange(1, 90).Draw(rt, "minutes")) * time.Minute
 			clock.Add(int64(d))
@@ -204,17 +351,25 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 	rt.Repeat(actions)
 }
 
-// sameOutcome reports whether a store's answer matches the spec's. A store
-// may forget an expired confirmation (after its grace period) and answer
-// ErrUnknown where the spec still says ErrExpired: both refuse.
-func sameOutcome(got, want error) bool {
-	switch {
-	case want == nil:
-		return got == nil
-	case errors.Is(want, ledger.ErrExpired):
-		return errors.Is(got, ledger.ErrExpired) || errors.Is(got, ledger.ErrUnknown)
+// linearized orders n racers for the spec: the winner (if any) first, then
+// the others.
+func linearized(n, winner int) []int {
+	order := make([]int, 0, n)
+	if winner >= 0 {
+		order = append(order, winner)
 	}
-	return errors.Is(got, want)
+	for i := range n {
+		if i != winner {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// sameRecord reports whether a store's record is the spec's: the same
+// confirmation, state and outcome.
+func sameRecord(got, want ledger.Record) bool {
+	return equal(got.Confirmation, want.Confirmation) && got.State == want.State && sameOutcome(got.Outcome, want.Outcome)
 }
 
 // seq is the number of a model id, for messages that read the same on

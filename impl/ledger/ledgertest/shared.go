@@ -1,6 +1,7 @@
 package ledgertest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -49,21 +50,25 @@ func Namespaces(t *testing.T, f Factory) {
 	if err := a.Add(ctx, conf); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Spend(ctx, conf.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrUnknown) {
+	if _, err := b.Spend(ctx, conf.ID, ledger.Acting, Long); !errors.Is(err, ledger.ErrUnknown) {
 		t.Fatalf("Spend in another namespace = %v, want ErrUnknown", err)
 	}
 	if err := b.Add(ctx, conf); err != nil {
 		t.Fatalf("the same id in another namespace: %v", err)
 	}
 	for _, s := range []ledger.Store{a, b} {
-		if _, err := s.Spend(ctx, conf.ID, ledger.Redeemed); err != nil {
+		if _, err := s.Spend(ctx, conf.ID, ledger.Acting, Long); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, conf.ID, outcome(ledger.OutcomeDone)); err != nil {
 			t.Fatal(err)
 		}
 	}
 }
 
 // RedeemOnce checks that s works under a Ledger: a confirmation issued
-// through it is redeemed once, and its replay is refused with ErrSpent.
+// through it is redeemed once, its outcome recorded, and its replay
+// answered with that outcome (ErrDone), running nothing.
 func RedeemOnce(t *testing.T, s ledger.Store) {
 	ctx := context.Background()
 	l, err := ledger.New(s, ledger.Options{})
@@ -77,7 +82,15 @@ func RedeemOnce(t *testing.T, s ledger.Store) {
 	if _, err := l.Redeem(ctx, conf.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Redeem(ctx, conf.ID); !errors.Is(err, ledger.ErrSpent) {
-		t.Fatalf("second Redeem = %v, want ErrSpent", err)
+	result := []byte(`{"content":[{"type":"text","text":"Deleted a."}]}`)
+	if err := l.Complete(ctx, conf.ID, ledger.OutcomeDone, result); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := l.Redeem(ctx, conf.ID)
+	if !errors.Is(err, ledger.ErrDone) || !errors.Is(err, ledger.ErrSpent) {
+		t.Fatalf("second Redeem = %v, want ErrDone", err)
+	}
+	if rec.State != ledger.Done || !bytes.Equal(rec.Outcome.Result, result) || !equal(rec.Confirmation, conf) {
+		t.Fatalf("second Redeem answered %v %q for %+v, want done %q for %+v", rec.State, rec.Outcome.Result, rec.Confirmation, result, conf)
 	}
 }

@@ -34,6 +34,10 @@ func Example() {
 	if _, err := l.Redeem(ctx, c.ID); err != nil {
 		log.Fatal(err)
 	}
-	_, err = l.Redeem(ctx, c.ID) // a replayed approval
-	fmt.Println(errors.Is(err, ledger.ErrSpent))
+	// … delete the file, then record what that did …
+	if err := l.Complete(ctx, c.ID, ledger.OutcomeDone, []byte(`"deleted"`)); err != nil {
+		log.Fatal(err)
+	}
+	r, err := l.Redeem(ctx, c.ID) // a replayed approval: answered, nothing runs
+	fmt.Println(errors.Is(err, ledger.ErrDone), string(r.Outcome.Result))
 }

@@ -6,17 +6,30 @@
 //
 // # What it guarantees
 //
-// Spend is one statement,
+// Spend and Complete are each one transaction of four statements, sent in
+// one round trip (a batch): lock the row (SELECT ... FOR NO KEY UPDATE,
+// which waits for any other Spend or Complete of it to commit), write in
+// doubt over an acting row whose lease has ended, make the change,
 //
-//	UPDATE ... SET state = $3
-//	WHERE namespace = $1 AND id = $2 AND state = 'pending' AND expires_at > now()
-//	RETURNING ...
+//	UPDATE ... SET state = 'acting', lease_until = clock_timestamp() + lease
+//	WHERE ... AND state = 'pending' AND expires_at > clock_timestamp()
 //
-// which PostgreSQL runs atomically: a concurrent Spend of the same row
-// waits for the first one's row lock, re-reads the row and no longer finds
-// it pending. Of any number of concurrent Spend calls for one id, from any
-// number of processes, at most one succeeds. Expiry is decided by the
-// database's clock (now()), never by the replicas' (Expires itself is set
+// for a Spend, and for a Complete a compare-and-set from acting, before
+// the lease's end,
+//
+//	UPDATE ... SET state = 'done', outcome = ...
+//	WHERE ... AND state = 'acting' AND lease_until > clock_timestamp()
+//
+// then read the row back to answer. Every call on one row runs one at a
+// time, each deciding on the database's clock read while it holds the
+// lock: of any number of concurrent Spend calls for one id, from any
+// number of processes, at most one succeeds, and every other is answered
+// from the record it finds (in progress, done with the recorded outcome, in
+// doubt, cancelled); at most one Complete succeeds, and a late one changes
+// nothing. (A clock read before the lock, as now() is, could decide on a
+// time before the previous holder's: a confirmation another call had seen
+// expired would then be spent.) Expiry and the lease are decided by the
+// database's clock, never by the replicas' (Expires itself is set
 // by the issuing replica's clock: a skew between the two lengthens or
 // shortens the TTL by the skew). Add is one INSERT ...
 // ON CONFLICT DO NOTHING, so a duplicate id is refused with
@@ -39,16 +52,16 @@
 // Expires round-trips to the nanosecond (expires_at is rounded up to the
 // microsecond, and expires_ns holds what the rounding added).
 //
-// When the UPDATE matches no row, a second statement reads the row to say
-// why: unknown, spent, cancelled or expired. That classification is not
-// atomic with the UPDATE (the spend is): a row inserted between the two is
-// reported as unknown, which is what it was when the UPDATE ran. A row can
-// only move forward (pending to spent, or deleted by a sweep), so the
-// answer is never one that lets a caller act.
+// A row can only move forward (pending to acting to done, failed or in
+// doubt, or pending to cancelled, or deleted by a sweep). An id with no
+// row takes no lock: an Add racing the call may insert it after the call
+// found nothing, and the call is then answered unknown, which is what the
+// id was when it looked.
 //
-// Rows are kept until expires_at plus [Options.Grace], so that a late
-// replay reads as spent or expired, then deleted by [Store.Sweep], which
-// Add runs itself at most once per [Options.SweepEvery]. The store starts
+// Rows are kept until expires_at (or lease_until, if later) plus
+// [Options.Grace], so that every retry in that time is answered from the
+// record, then deleted by [Store.Sweep], which Add runs itself at most
+// once per [Options.SweepEvery]. The store starts
 // no goroutines (a pool made by [Open] runs pgxpool's own health checks
 // until Close).
 //
@@ -166,7 +179,11 @@ type Store struct {
 	now        func() time.Time
 	lastSweep  atomic.Int64 // unix nanoseconds on now's clock
 
-	createSQL, indexSQL, pendingIndexSQL, principalIndexSQL, staleSQL, addSQL, spendSQL, classifySQL, sweepSQL string
+	createSQL, indexSQL, pendingIndexSQL, principalIndexSQL, staleSQL, addSQL, sweepSQL string
+	lockSQL, doubtSQL, spendSQL, completeSQL, readSQL                                   string
+	// outcomesSQL tells whether the table has the columns of outcomes;
+	// outcomesMigrationSQL adds them to a table made by an earlier version.
+	outcomesSQL, outcomesMigrationSQL string
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -230,20 +247,33 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		s.maxPer = ledger.DefaultMaxPendingPerPrincipal
 	}
 	t, index := s.table, pgx.Identifier{opts.Table + "_expiry"}.Sanitize()
+	stateCheck := pgx.Identifier{opts.Table + "_state_check"}.Sanitize()
 	pendingIndex := pgx.Identifier{opts.Table + "_pending"}.Sanitize()
 	principalIndex := pgx.Identifier{opts.Table + "_principal"}.Sanitize()
 	s.createSQL = `CREATE TABLE IF NOT EXISTS ` + t + ` (
 	namespace   text        NOT NULL,
 	id          bytea       NOT NULL CHECK (length(id) = 16),
-	state       text        NOT NULL CHECK (state IN ('pending', 'redeemed', 'cancelled')),
+	state       text        NOT NULL,
 	tool        bytea       NOT NULL,
 	args_digest bytea       NOT NULL,
 	principal   bytea       NOT NULL,
 	subject     bytea       NOT NULL,
 	expires_at  timestamptz NOT NULL, -- Expires rounded up to the microsecond
 	expires_ns  smallint    NOT NULL CHECK (expires_ns BETWEEN 0 AND 999), -- nanoseconds the rounding added
-	PRIMARY KEY (namespace, id)
+	lease_until timestamptz,          -- once redeemed: the end of its lease
+	outcome     bytea,                -- once recorded: ledger.Outcome's binary form
+	PRIMARY KEY (namespace, id),
+	CONSTRAINT ` + stateCheck + ` CHECK (state IN ` + states + `)
 ) WITH (fillfactor = 90) -- room for HOT updates of state`
+	s.outcomesSQL = `SELECT EXISTS (SELECT 1 FROM pg_attribute
+WHERE attrelid = to_regclass($1) AND attname = 'lease_until' AND NOT attisdropped)`
+	// The column's own CHECK of the first version has PostgreSQL's name
+	// for it, <table>_state_check (the name is at most 62 bytes).
+	s.outcomesMigrationSQL = `ALTER TABLE ` + t + `
+	ADD COLUMN IF NOT EXISTS lease_until timestamptz,
+	ADD COLUMN IF NOT EXISTS outcome bytea,
+	DROP CONSTRAINT IF EXISTS ` + stateCheck + `,
+	ADD CONSTRAINT ` + stateCheck + ` CHECK (state IN ` + states + `)`
 	s.staleSQL = `SELECT EXISTS (SELECT 1 FROM pg_attribute
 WHERE attrelid = to_regclass($1) AND attname = 'shown' AND NOT attisdropped)`
 	s.indexSQL = `CREATE INDEX IF NOT EXISTS ` + index + ` ON ` + t + ` (namespace, expires_at)`
@@ -273,11 +303,27 @@ WHERE attrelid = to_regclass($1) AND attname = 'shown' AND NOT attisdropped)`
 SELECT (SELECT count(*) FROM added), total, mine,
 	EXISTS (SELECT FROM ` + t + ` WHERE namespace = $1 AND id = $2)
 FROM counts`
-	s.spendSQL = `UPDATE ` + t + ` SET state = $3
-WHERE namespace = $1 AND id = $2 AND state = 'pending' AND expires_at > now()
-RETURNING tool, args_digest, principal, subject, expires_at, expires_ns`
-	s.classifySQL = `SELECT state, expires_at > now() FROM ` + t + ` WHERE namespace = $1 AND id = $2`
-	s.sweepSQL = `DELETE FROM ` + t + ` WHERE namespace = $1 AND expires_at < now() - $2::bigint * interval '1 microsecond'`
+	// Spend and Complete: lockSQL, doubtSQL, then spendSQL or completeSQL,
+	// then readSQL, in one transaction (see the package doc). Each reads
+	// the clock (clock_timestamp(), not now(), which is the transaction's
+	// start) while it holds the row's lock.
+	s.lockSQL = `SELECT FROM ` + t + ` WHERE namespace = $1 AND id = $2 FOR NO KEY UPDATE`
+	s.doubtSQL = `UPDATE ` + t + ` SET state = 'in_doubt'
+WHERE namespace = $1 AND id = $2 AND state = 'acting' AND lease_until <= clock_timestamp()`
+	s.spendSQL = `UPDATE ` + t + ` SET state = $3,
+	lease_until = CASE WHEN $3 = 'acting' THEN clock_timestamp() + $4::bigint * interval '1 microsecond' END
+WHERE namespace = $1 AND id = $2 AND state = 'pending' AND expires_at > clock_timestamp()
+RETURNING 1`
+	s.completeSQL = `UPDATE ` + t + ` SET state = $3, outcome = $4
+WHERE namespace = $1 AND id = $2 AND state = 'acting' AND lease_until > clock_timestamp()
+RETURNING 1`
+	s.readSQL = `SELECT state, expires_at > clock_timestamp(),
+	tool, args_digest, principal, subject, expires_at, expires_ns, outcome
+FROM ` + t + ` WHERE namespace = $1 AND id = $2`
+	// A row is forgotten once both its expiry and its lease's end are
+	// past grace; the expiry index finds the candidates.
+	s.sweepSQL = `DELETE FROM ` + t + ` WHERE namespace = $1 AND expires_at < now() - $2::bigint * interval '1 microsecond'
+	AND (lease_until IS NULL OR lease_until < now() - $2::bigint * interval '1 microsecond')`
 	return s, nil
 }
 
@@ -379,6 +425,17 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return fmt.Errorf("pgledger: migrate: drop column shown: %w", err)
 		}
 	}
+	// Tables made before outcomes were recorded lack lease_until and
+	// outcome, and their CHECK knows only pending, redeemed and cancelled.
+	var current bool
+	if err := tx.QueryRow(ctx, s.outcomesSQL, s.table).Scan(&current); err != nil {
+		return fmt.Errorf("pgledger: migrate: %w", err)
+	}
+	if !current {
+		if _, err := tx.Exec(ctx, s.outcomesMigrationSQL); err != nil {
+			return fmt.Errorf("pgledger: migrate: outcomes: %w", err)
+		}
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgledger: migrate: %w", err)
 	}
@@ -452,48 +509,158 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 }
 
 // Spend implements [ledger.Store].
-func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
-	if to != ledger.Redeemed && to != ledger.Cancelled {
-		return ledger.Confirmation{}, fmt.Errorf("pgledger: cannot spend into state %v", to)
+func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
+	target := "cancelled"
+	switch {
+	case to == ledger.Acting && lease > 0:
+		target = "acting"
+	case to != ledger.Cancelled:
+		return ledger.Record{}, fmt.Errorf("pgledger: cannot spend into state %v with lease %v", to, lease)
 	}
 	if s.closed.Load() {
-		return ledger.Confirmation{}, errClosed
+		return ledger.Record{}, errClosed
 	}
-	c := ledger.Confirmation{ID: id}
-	var tool, args, principal, subject []byte
+	// A lease under a microsecond is one: the database's clock is in them.
+	micros := max(int64((lease+time.Microsecond-1)/time.Microsecond), 1)
+	spent, r, err := s.decide(ctx, id, s.spendSQL, target, micros)
+	switch {
+	case err != nil:
+		return ledger.Record{}, fmt.Errorf("pgledger: spend %s: %w", id, err)
+	case spent:
+		return r.Record, nil
+	}
+	rec, err := r.answer()
+	if rec.State == ledger.Cancelled {
+		return ledger.Record{}, err
+	}
+	return rec, err
+}
+
+// Complete implements [ledger.Store].
+func (s *Store) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) error {
+	b, err := o.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("pgledger: complete %s: %w", id, err)
+	}
+	if s.closed.Load() {
+		return errClosed
+	}
+	state := [...]string{ledger.OutcomeDone: "done", ledger.OutcomeFailed: "failed", ledger.OutcomeUnknown: "in_doubt"}[o.Kind]
+	completed, r, err := s.decide(ctx, id, s.completeSQL, state, b)
+	switch {
+	case err != nil:
+		return fmt.Errorf("pgledger: complete %s: %w", id, err)
+	case completed:
+		return nil
+	case r.found && r.State == ledger.Pending && r.unexpired:
+		return ledger.ErrNotActing
+	}
+	_, err = r.answer()
+	return err
+}
+
+// decide runs change, spendSQL or completeSQL with args after the
+// namespace and id, in the transaction the package doc describes, and
+// reports whether it changed the row, and the row as it is afterwards.
+func (s *Store) decide(ctx context.Context, id ledger.ID, change string, args ...any) (changed bool, r row, err error) {
+	var b pgx.Batch
+	b.Queue(s.lockSQL, s.ns, id[:])
+	b.Queue(s.doubtSQL, s.ns, id[:])
+	b.Queue(change, append([]any{s.ns, id[:]}, args...)...).QueryRow(func(row pgx.Row) error {
+		var one int
+		err := row.Scan(&one)
+		changed = err == nil
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	b.Queue(s.readSQL, s.ns, id[:]).QueryRow(func(row pgx.Row) error { return r.scan(id, row) })
+	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
+		return false, row{}, err
+	}
+	return changed, r, nil
+}
+
+// The states of a row, and the ledger's states they stand for. A row
+// "redeemed" was spent by a version that recorded no outcome: no one can
+// tell what came of it.
+var stateNames = map[string]ledger.State{
+	"pending":   ledger.Pending,
+	"acting":    ledger.Acting,
+	"done":      ledger.Done,
+	"failed":    ledger.Failed,
+	"in_doubt":  ledger.InDoubt,
+	"redeemed":  ledger.InDoubt,
+	"cancelled": ledger.Cancelled,
+}
+
+// states is the CHECK on the state column. "redeemed" stays allowed, so
+// that replicas of an earlier version keep working during an upgrade.
+const states = `('pending', 'acting', 'done', 'failed', 'in_doubt', 'redeemed', 'cancelled')`
+
+// A row is a confirmation's row as readSQL reads it.
+type row struct {
+	ledger.Record
+	found, unexpired bool
+}
+
+// scan reads row into r; no row leaves r not found.
+func (r *row) scan(id ledger.ID, src pgx.Row) error {
+	var state string
+	var tool, args, principal, subject, outcome []byte
 	var at time.Time
 	var ns int16
-	err := s.pool.QueryRow(ctx, s.spendSQL, s.ns, id[:], to.String()).
-		Scan(&tool, &args, &principal, &subject, &at, &ns)
-	switch {
-	case err == nil:
-		c.Tool, c.ArgsDigest, c.Principal, c.Subject = string(tool), string(args), string(principal), string(subject)
-		c.Expires = at.Add(-time.Duration(ns))
-		return c, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return ledger.Confirmation{}, fmt.Errorf("pgledger: spend %s: %w", id, err)
-	}
-	// Not spent: say why. Not atomic with the UPDATE, see the package doc.
-	var state string
-	var unexpired bool
-	err = s.pool.QueryRow(ctx, s.classifySQL, s.ns, id[:]).Scan(&state, &unexpired)
+	err := src.Scan(&state, &r.unexpired, &tool, &args, &principal, &subject, &at, &ns, &outcome)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return ledger.Confirmation{}, ledger.ErrUnknown
+		return nil
 	case err != nil:
-		return ledger.Confirmation{}, fmt.Errorf("pgledger: spend %s: classify: %w", id, err)
-	case !unexpired:
-		return ledger.Confirmation{}, ledger.ErrExpired
-	case state == "redeemed":
-		return ledger.Confirmation{}, ledger.ErrSpent
-	case state == "cancelled":
-		return ledger.Confirmation{}, ledger.ErrCancelled
-	case state == "pending":
-		// Inserted after the UPDATE looked: unknown at that moment.
-		return ledger.Confirmation{}, ledger.ErrUnknown
+		return err
 	}
-	return ledger.Confirmation{}, fmt.Errorf("pgledger: spend %s: corrupt state %q", id, state)
+	st, ok := stateNames[state]
+	if !ok {
+		return fmt.Errorf("%w: state %q", errCorrupt, state)
+	}
+	r.found, r.State = true, st
+	r.Confirmation = ledger.Confirmation{
+		ID:         id,
+		Tool:       string(tool),
+		ArgsDigest: string(args),
+		Principal:  string(principal),
+		Subject:    string(subject),
+		Expires:    at.Add(-time.Duration(ns)),
+	}
+	if outcome != nil {
+		if err := r.Outcome.UnmarshalBinary(outcome); err != nil {
+			return fmt.Errorf("%w: %w", errCorrupt, err)
+		}
+	}
+	return nil
 }
+
+// answer is the answer to a Spend or Complete that left r as it was: the
+// record, and the error that says why nothing changed.
+func (r row) answer() (ledger.Record, error) {
+	switch {
+	case !r.found:
+		return ledger.Record{}, ledger.ErrUnknown
+	case r.State == ledger.Pending && !r.unexpired:
+		return ledger.Record{}, ledger.ErrExpired
+	case r.State == ledger.Pending:
+		// Inserted after the call looked, and took no lock: unknown then.
+		return ledger.Record{}, ledger.ErrUnknown
+	case r.State == ledger.Acting:
+		return r.Record, ledger.ErrInProgress
+	case r.State == ledger.Done || r.State == ledger.Failed:
+		return r.Record, ledger.ErrDone
+	case r.State == ledger.InDoubt:
+		return r.Record, ledger.ErrInDoubt
+	}
+	return r.Record, ledger.ErrCancelled
+}
+
+var errCorrupt = errors.New("corrupt row")
 
 // ceilMicro rounds t up to the microsecond (the resolution of timestamptz)
 // and reports the nanoseconds it added, so that for the database's clock,

@@ -123,7 +123,7 @@ func TestExpiresRoundTrip(t *testing.T) {
 		if err := s.Add(ctx, conf); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.Spend(ctx, conf.ID, ledger.Redeemed)
+		got, err := s.Spend(ctx, conf.ID, ledger.Acting, ledgertest.Long)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,14 +157,14 @@ func TestSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Spend(ctx, a.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrExpired) {
+	if _, err := s.Spend(ctx, a.ID, ledger.Acting, ledgertest.Long); !errors.Is(err, ledger.ErrExpired) {
 		t.Fatalf("Spend of a row not yet swept = %v, want ErrExpired", err)
 	}
 	clock = clock.Add(time.Minute - time.Nanosecond)
 	if err := s.Add(ctx, b); err != nil { // too soon: no sweep
 		t.Fatal(err)
 	}
-	if _, err := s.Spend(ctx, a.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrExpired) {
+	if _, err := s.Spend(ctx, a.ID, ledger.Acting, ledgertest.Long); !errors.Is(err, ledger.ErrExpired) {
 		t.Fatalf("Add swept before SweepEvery: Spend = %v, want ErrExpired", err)
 	}
 	clock = clock.Add(time.Nanosecond)
@@ -172,14 +172,14 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []ledger.Confirmation{a, b} {
-		if _, err := s.Spend(ctx, c.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrUnknown) {
+		if _, err := s.Spend(ctx, c.ID, ledger.Acting, ledgertest.Long); !errors.Is(err, ledger.ErrUnknown) {
 			t.Fatalf("Spend of a swept row = %v, want ErrUnknown", err)
 		}
 	}
-	if _, err := s.Spend(ctx, recent.ID, ledger.Redeemed); !errors.Is(err, ledger.ErrExpired) {
+	if _, err := s.Spend(ctx, recent.ID, ledger.Acting, ledgertest.Long); !errors.Is(err, ledger.ErrExpired) {
 		t.Fatalf("Spend of a row within grace = %v, want ErrExpired", err)
 	}
-	if _, err := s.Spend(ctx, fresh.ID, ledger.Redeemed); err != nil {
+	if _, err := s.Spend(ctx, fresh.ID, ledger.Acting, ledgertest.Long); err != nil {
 		t.Fatalf("a pending row was swept: %v", err)
 	}
 	if err := s.Add(ctx, old()); err != nil {
@@ -231,7 +231,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	if err := stores[1].Add(ctx, conf); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stores[2].Spend(ctx, conf.ID, ledger.Redeemed); err != nil {
+	if _, err := stores[2].Spend(ctx, conf.ID, ledger.Acting, ledgertest.Long); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -276,7 +276,7 @@ func TestMigrateDropsShown(t *testing.T) {
 			t.Fatalf("column shown still there after Migrate")
 		}
 	}
-	got, err := s.Spend(ctx, old.ID, ledger.Redeemed)
+	got, err := s.Spend(ctx, old.ID, ledger.Acting, ledgertest.Long)
 	if err != nil || got.Tool != old.Tool || got.Subject != old.Subject {
 		t.Fatalf("Spend of the row made before the upgrade = %+v, %v", got, err)
 	}
@@ -284,8 +284,71 @@ func TestMigrateDropsShown(t *testing.T) {
 	if err := s.Add(ctx, conf); err != nil {
 		t.Fatalf("Add after the upgrade: %v", err)
 	}
-	if _, err := s.Spend(ctx, conf.ID, ledger.Redeemed); err != nil {
+	if _, err := s.Spend(ctx, conf.ID, ledger.Acting, ledgertest.Long); err != nil {
 		t.Fatalf("Spend after the upgrade: %v", err)
+	}
+}
+
+// TestMigrateOutcomes upgrades a table made before outcomes were recorded
+// (its state column checked for pending, redeemed and cancelled only):
+// Migrate adds the lease's and the outcome's columns and widens the check,
+// keeping the rows. A row an earlier version redeemed is answered in doubt
+// (it recorded nothing); a pending one is redeemed, completed and answered
+// from its record; and a replica of the earlier version can still redeem.
+func TestMigrateOutcomes(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	table := tempTable(t, p)
+	if _, err := p.Exec(ctx, `CREATE TABLE `+table+` (
+	namespace   text        NOT NULL,
+	id          bytea       NOT NULL CHECK (length(id) = 16),
+	state       text        NOT NULL CHECK (state IN ('pending', 'redeemed', 'cancelled')),
+	tool        bytea       NOT NULL,
+	args_digest bytea       NOT NULL,
+	principal   bytea       NOT NULL,
+	subject     bytea       NOT NULL,
+	expires_at  timestamptz NOT NULL,
+	expires_ns  smallint    NOT NULL CHECK (expires_ns BETWEEN 0 AND 999),
+	PRIMARY KEY (namespace, id)
+) WITH (fillfactor = 90)`); err != nil {
+		t.Fatal(err)
+	}
+	redeemed, pending, older := ledgertest.Fresh(t), ledgertest.Fresh(t), ledgertest.Fresh(t)
+	for _, row := range []struct {
+		c     ledger.Confirmation
+		state string
+	}{{redeemed, "redeemed"}, {pending, "pending"}, {older, "pending"}} {
+		if _, err := p.Exec(ctx, `INSERT INTO `+table+` VALUES ('ns', $1, $2, $3, $4, $5, $6, $7, 0)`,
+			row.c.ID[:], row.state, []byte(row.c.Tool), []byte(row.c.ArgsDigest), []byte(row.c.Principal), []byte(row.c.Subject), row.c.Expires); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newStore(t, p, pgledger.Options{Table: table, Namespace: "ns"})
+	for range 2 { // the second Migrate finds nothing to do
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate: %v", err)
+		}
+	}
+	if _, err := s.Spend(ctx, redeemed.ID, ledger.Acting, ledgertest.Long); !errors.Is(err, ledger.ErrInDoubt) {
+		t.Fatalf("Spend of a row redeemed before the upgrade = %v, want ErrInDoubt", err)
+	}
+	if _, err := s.Spend(ctx, pending.ID, ledger.Acting, ledgertest.Long); err != nil {
+		t.Fatalf("Spend of a row pending before the upgrade: %v", err)
+	}
+	o := ledger.Outcome{Kind: ledger.OutcomeDone, Result: []byte("r"), Size: 1}
+	if err := s.Complete(ctx, pending.ID, o); err != nil {
+		t.Fatalf("Complete after the upgrade: %v", err)
+	}
+	if rec, err := s.Spend(ctx, pending.ID, ledger.Acting, ledgertest.Long); !errors.Is(err, ledger.ErrDone) || string(rec.Outcome.Result) != "r" {
+		t.Fatalf("retry after the upgrade = %v %q, want ErrDone and the outcome", err, rec.Outcome.Result)
+	}
+	// The earlier version's Spend, still running on another replica.
+	if tag, err := p.Exec(ctx, `UPDATE `+table+` SET state = 'redeemed' WHERE namespace = 'ns' AND id = $1 AND state = 'pending' AND expires_at > now()`,
+		older.ID[:]); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("the earlier version's Spend: %v, %d rows", err, tag.RowsAffected())
+	}
+	if _, err := s.Spend(ctx, older.ID, ledger.Acting, ledgertest.Long); !errors.Is(err, ledger.ErrInDoubt) {
+		t.Fatalf("Spend of a row an earlier replica redeemed = %v, want ErrInDoubt", err)
 	}
 }
 

@@ -51,18 +51,16 @@ func oldValue(c ledger.Confirmation) string {
 //   - getdel: the floor, a bare GETDEL of a value the entry's size.
 //   - script: EVALSHA of a script that makes that one GETDEL: what any
 //     script costs before it does anything.
-//   - store: Store.Spend: LPUSHX of its marker onto the token, GET of the
-//     entry, ZREM from the pending set, in one pipeline.
-//   - txadd: Store.Spend again, of entries put by Store.AddTx, the Add
-//     without Lua (export_test.go), where store's are put by the Add
-//     script: in parallel, what a lighter Add on the other goroutine
-//     would save each take.
-//   - lpushx: the store's deciding command alone, LPUSHX onto the token
-//     of an entry the Add script put: not a Spend (it reads no entry and
-//     leaves the id counted as pending), but a floor under any Spend of
-//     this layout.
-//   - storetx: the store's three commands in MULTI/EXEC, what making the
-//     whole Spend one atomic step would cost.
+//   - store: Store.Spend into Acting: the spend script (GET of the entry
+//     and of the record, TIME, SET of the record with the lease's end,
+//     PEXPIREAT of the entry, ZREM from the pending set), which outcomes
+//     and leases need (layout 4).
+//   - pipeline: the store's Spend before outcomes were recorded (layout
+//     3): LPUSHX of its marker onto a pending token, GET of the entry,
+//     ZREM from the pending set, in one pipeline — no script, and no
+//     clock reading, so no lease.
+//   - storetx: pipeline's three commands in MULTI/EXEC, what making that
+//     Spend one atomic step would cost.
 //   - oldscript: the store's Spend before 3 December, a Lua script of four
 //     calls (GET, TIME, SETRANGE, ZREM) over an entry holding its state.
 //   - multi: a compare-and-set without a script, for Redis 7.0, in one
@@ -111,7 +109,7 @@ func BenchmarkSpendDesigns(b *testing.B) {
 		return err
 	}
 	storeSpend := func(_ string, conf ledger.Confirmation) error {
-		_, err := store.Spend(ctx, conf.ID, ledger.Redeemed)
+		_, err := store.Spend(ctx, conf.ID, ledger.Acting, ledger.DefaultLease)
 		return err
 	}
 	designs := []design{
@@ -128,15 +126,21 @@ func BenchmarkSpendDesigns(b *testing.B) {
 		{name: "store",
 			put:  func(_ string, conf ledger.Confirmation) error { return store.Add(ctx, conf) },
 			take: storeSpend},
-		{name: "txadd",
-			put:  func(_ string, conf ledger.Confirmation) error { return store.AddTx(ctx, conf) },
-			take: storeSpend},
-		{name: "lpushx",
-			put: func(_ string, conf ledger.Confirmation) error { return store.Add(ctx, conf) },
-			take: func(_ string, conf ledger.Confirmation) error {
-				n, err := c.LPushX(ctx, store.TokenKey(conf.ID), marker).Result()
-				if err == nil && n != 2 {
-					err = fmt.Errorf("lpushx found a token of %d, want a pending one", n)
+		{name: "pipeline",
+			put: func(key string, conf ledger.Confirmation) error {
+				return putWithToken(key, conf, func(p redis.Pipeliner) { p.Set(ctx, key, value, time.Hour) })
+			},
+			take: func(key string, _ ledger.Confirmation) error {
+				var pushed *redis.IntCmd
+				var entry *redis.StringCmd
+				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+					pushed = p.LPushX(ctx, key+":token", marker)
+					entry = p.Get(ctx, key)
+					p.ZRem(ctx, pendingSet, key)
+					return nil
+				})
+				if err == nil && (pushed.Val() != 2 || entry.Val() != value) {
+					err = fmt.Errorf("pipeline did not take its entry: LPUSHX %d, entry %d bytes", pushed.Val(), len(entry.Val()))
 				}
 				return err
 			}},

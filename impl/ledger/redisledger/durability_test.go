@@ -102,17 +102,17 @@ func TestRestartResurrects(t *testing.T) {
 				}
 			}
 			rc.Close()
-			if _, err := s.Spend(ctx, c.ID, ledger.Redeemed); err != nil {
+			if _, err := s.Spend(ctx, c.ID, ledger.Acting, time.Hour); err != nil {
 				t.Fatalf("first Spend: %v", err)
 			}
 			r.Stop() // a crash: nothing saved after the Spend
 			r.Restart()
-			_, err := store(t, r).Spend(ctx, c.ID, ledger.Redeemed)
+			_, err := store(t, r).Spend(ctx, c.ID, ledger.Acting, time.Hour)
 			if got := err == nil; got != tt.resurrected {
 				t.Fatalf("second Spend after the restart: %v; spent twice: %v, want %v", err, got, tt.resurrected)
 			}
-			if !tt.resurrected && !errors.Is(err, ledger.ErrSpent) {
-				t.Fatalf("second Spend after the restart: %v, want ErrSpent", err)
+			if !tt.resurrected && !errors.Is(err, ledger.ErrInProgress) {
+				t.Fatalf("second Spend after the restart: %v, want ErrInProgress", err)
 			}
 		})
 	}

@@ -6,31 +6,33 @@
 // # What it guarantees
 //
 // A confirmation is two keys: its entry, written once by Add and never
-// changed, and its token, a list that exists while the confirmation is
-// pending or spent and whose key expires at Expires on the Redis server's
-// clock. Spend pushes its marker onto the token with LPUSHX, one command,
-// which Redis runs atomically: it finds no token once Expires has passed,
-// and only the first push onto a pending token makes a list of two. Of any
-// number of concurrent Spend calls for one id, from any number of
-// processes, at most one succeeds. A later one reads the winner's marker to
-// answer spent or cancelled. Add is a Lua script: it refuses an id that
-// exists ([ledger.ErrExists], even when full) and, when the namespace
-// already holds [Options.MaxPending] unexpired pending confirmations or
-// the confirmation's principal (compared byte for byte) holds
+// changed, and, once it is spent, its record: the state it is in (acting,
+// done, failed, in doubt, cancelled), the end of its lease and, once
+// recorded, the outcome. Spend and Complete are each one Lua script, which
+// Redis runs atomically, deciding on the Redis server's clock (TIME, in
+// microseconds, inside the script): Spend creates the record only if none
+// exists and the entry has not reached its Expires, so of any number of
+// concurrent Spend calls for one id, from any number of processes, at most
+// one succeeds, and every later one is answered from the record (in
+// progress, done with the recorded outcome, in doubt, or cancelled). It
+// sets the lease's end to the server's clock plus the lease. Complete
+// writes the outcome only if the record is acting and the server's clock
+// is before the lease's end — a compare-and-set: a late writer finds the
+// confirmation in doubt and changes nothing. A script that finds a lease
+// ended without an outcome writes "in doubt" into the record, for good.
+//
+// Add is a Lua script too: it refuses an id that exists
+// ([ledger.ErrExists], even when full) and, when the namespace already
+// holds [Options.MaxPending] unexpired pending confirmations or the
+// confirmation's principal (compared byte for byte) holds
 // [Options.MaxPendingPerPrincipal], refuses with [ledger.ErrFull], so that
 // one caller cannot starve the others. Redis runs a script atomically, so
-// Adds racing from any number of replicas never admit one past a cap. Every field round-trips
-// byte for byte, and Expires to the nanosecond with its zone offset: the
-// store encodes them, length-prefixed, into one binary-safe Redis string
-// that the script never parses.
-//
-// Spend is one round trip of three plain commands, not a script: LPUSHX
-// decides; GET reads the entry, which never changes; ZREM drops the id
-// from the set that counts pending confirmations, and every contender may.
-// An Add that runs between a winning LPUSHX and its ZREM still counts the
-// confirmation as pending: it may refuse with ErrFull an instant early,
-// never admit one past a cap. A Spend cut off between the two (a
-// dropped connection) leaves the id counted until its Expires.
+// Adds racing from any number of replicas never admit one past a cap.
+// Every field round-trips byte for byte, and Expires to the nanosecond
+// with its zone offset: the store encodes them, length-prefixed, into one
+// binary-safe Redis string that the scripts never parse beyond its header.
+// A winning Spend drops the id from the set that counts pending
+// confirmations, in the same step.
 //
 // Spend does not touch the principal's set of ids: the set may hold ids
 // already spent. Add trusts its size while it is under the cap; at the cap
@@ -41,22 +43,20 @@
 //
 // Expires itself is set by the issuing replica's clock ([ledger.Ledger]'s
 // Now): a skew between that clock and Redis's lengthens or shortens the
-// TTL by the skew. Redis expires keys by the millisecond, so a
-// confirmation stops being redeemable when Redis's clock reaches its
-// Expires rounded down to the millisecond: up to 1 ms early, never late.
-// One added in the millisecond before that is expired at once: up to 2 ms
-// early (see tokenDeadline).
+// TTL by the skew. Expiry is decided to the microsecond: a confirmation is
+// redeemable while Redis's clock is before its Expires.
 //
-// The entry's key expires at Expires plus [Options.Grace]: until then a
-// replayed or late answer is refused as spent, cancelled or expired;
-// afterwards the keys are gone and the answer is refused as unknown.
-// Nothing needs sweeping and the store starts no goroutines.
+// The keys expire at Expires, or the lease's end if that is later, plus
+// [Options.Grace]: until then every retry is answered from the record (or
+// refused as expired, for one never spent); afterwards the keys are gone
+// and the answer is unknown. Nothing needs sweeping and the store starts
+// no goroutines.
 //
 // A command that go-redis retries after a lost reply (a dropped connection)
 // is recognised: each call carries a random nonce, kept in the entry (Add)
-// or in its marker (Spend), and a retry of the call that already added or
-// spent the entry gets that success back instead of [ledger.ErrExists] or
-// [ledger.ErrSpent].
+// or in the record (Spend, Complete), and a retry of the call that already
+// added, spent or completed the entry gets that success back instead of
+// [ledger.ErrExists], an answer from the record, or [ledger.ErrDone].
 //
 // # What it does not guarantee
 //
@@ -67,43 +67,51 @@
 // last Spend does the same. Run a single primary, or persistence with
 // appendfsync always, or no persistence at all (a restarted Redis forgets
 // every confirmation, and forgotten confirmations are refused as unknown:
-// safe, only the pending approvals are lost). Losing keys to eviction
-// (maxmemory) is safe in the same way.
+// safe, only the pending approvals and the recorded outcomes are lost).
+// Losing keys to eviction (maxmemory) is safe in the same way. The
+// scripts read Redis's wall clock: set back by more than a lease, it would
+// see a lease not yet ended that it had seen ended — except that the
+// first script to see it ended writes so.
 //
-// Memory: every Add costs one string that lives until Expires+Grace,
-// whatever its state, and one list until Expires (MEMORY USAGE reports 264
-// and 200 bytes for the default namespace and short fields, on Redis 7.0;
-// long fields add their length to the string), plus one sorted-set member
-// (about 130 bytes) until it is spent. A member that expires unspent is
-// dropped only when the namespace reaches MaxPending, or with the whole set
-// when its last member expires. Each principal with a confirmation in the
-// last TTL has a sorted set of at most MaxPendingPerPrincipal ids, which
-// expires with its last-expiring member (MEMORY USAGE: 200 bytes with one
-// id, 5,256 with 100, on Redis 7.0). MaxPending bounds the pending
-// confirmations of a namespace, and MaxPendingPerPrincipal those of a
-// principal; they do not bound spent ones, which are at most the spend
-// rate times (TTL + Grace), nor the number of principals (authenticate
+// Memory: every Add costs one string that lives until Expires+Grace (MEMORY
+// USAGE reports 264 bytes for the default namespace and short fields, on
+// Redis 7.0; long fields add their length), and every Spend one string,
+// its record, that lives as long (or to the lease's end plus Grace, if
+// later): about 120 bytes, plus the outcome recorded, which the ledger
+// bounds ([ledger.Options.MaxResult], 64 KiB by default). Until it is
+// spent the confirmation is also a sorted-set member (about 130 bytes). A
+// member that expires unspent is dropped only when the namespace reaches
+// MaxPending, or with the whole set when its last member expires. Each
+// principal with a confirmation in the last TTL has a sorted set of at
+// most MaxPendingPerPrincipal ids, which expires with its last-expiring
+// member (MEMORY USAGE: 200 bytes with one id, 5,256 with 100, on Redis
+// 7.0). MaxPending bounds the pending confirmations of a namespace, and
+// MaxPendingPerPrincipal those of a principal; they do not bound spent
+// ones, which are at most the spend rate times (TTL + Grace) (or the
+// lease plus Grace, if longer), nor the number of principals (authenticate
 // callers, so that each principal costs an attacker an identity). Set
 // maxmemory with headroom.
 //
-// Keys are Namespace+"c3:"+hex(id) for entries, Namespace+"t3:"+hex(id)
-// for tokens, Namespace+"pending" for the set of pending ids, scored by
+// Keys are Namespace+"c4:"+hex(id) for entries, Namespace+"r4:"+hex(id)
+// for records, Namespace+"pending" for the set of pending ids, scored by
 // expiry, and Namespace+"u:"+hex(SHA-256(principal)) for each principal's
 // set of ids, scored alike. Add touches all four and Spend three, so on
 // Redis Cluster the namespace must contain a hash tag ("{...}", as the
-// default does) to put them in one slot. The store needs Redis 7.0 or later (SET NX GET, PEXPIREAT GT):
-// [Open] checks; with [New], the caller must.
+// default does) to put them in one slot. The store needs Redis 7.0 or
+// later (SET NX GET, PEXPIREAT GT): [Open] checks; with [New], the caller
+// must.
 //
 // Versions before this layout kept each entry as a hash under
-// Namespace+"c:", or as one string, state included, under Namespace+"c2:".
-// Those entries are never read: a confirmation issued before an upgrade is
-// refused as unknown (safe: the person is asked again), and its key
-// expires at its own Expires+Grace. All layouts share the pending set, so
-// during a rolling upgrade old and new replicas count against one
+// Namespace+"c:", as one string, state included, under Namespace+"c2:",
+// or as a string under "c3:" beside a token list under "t3:" (no outcome
+// recorded). Those entries are never read: a confirmation issued before an
+// upgrade is refused as unknown (safe: the person is asked again), and its
+// keys expire at its own Expires+Grace. All layouts share the pending set,
+// so during a rolling upgrade old and new replicas count against one
 // MaxPending. A key in the namespace of a type this store does not write
-// (WRONGTYPE), a mangled entry, or a token whose entry is gone fails the
-// call with an error that is no ledger answer, and Add never overwrites
-// it.
+// (WRONGTYPE), a mangled entry or record, or a record whose entry is gone
+// fails the call with an error that is no ledger answer, and Add never
+// overwrites it.
 //
 // # Why go-redis
 //
@@ -182,10 +190,11 @@ type Store struct {
 	closed     atomic.Bool
 	ns         string
 	entries    string // key prefix of entries
-	tokens     string // key prefix of tokens
+	records    string // key prefix of records
 	pendingKey string
 	principals string // key prefix of the principals' sets
 	grace      time.Duration
+	graceArg   any // grace in milliseconds, rounded up, boxed once
 	maxPending int
 	maxArg     any // maxPending, boxed once rather than on every Add
 	maxPer     int
@@ -223,8 +232,8 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 	if s.maxPer == 0 {
 		s.maxPer = ledger.DefaultMaxPendingPerPrincipal
 	}
-	s.entries, s.tokens, s.pendingKey, s.principals = s.ns+"c3:", s.ns+"t3:", s.ns+"pending", s.ns+"u:"
-	s.maxArg, s.maxPerArg = s.maxPending, s.maxPer
+	s.entries, s.records, s.pendingKey, s.principals = s.ns+"c4:", s.ns+"r4:", s.ns+"pending", s.ns+"u:"
+	s.maxArg, s.maxPerArg, s.graceArg = s.maxPending, s.maxPer, ceilDuration(s.grace, time.Millisecond)
 	return s, nil
 }
 
@@ -303,52 +312,67 @@ func (s *Store) Close() error {
 var errClosed = errors.New("redisledger: store closed")
 
 // A confirmation is two keys. Its entry holds the confirmation, written
-// once by Add and never changed: a header of fixed width, which the Add
-// script reads, then the fields, which only Go reads.
+// once by Add and never changed: a header of fixed width, which the
+// scripts read, then the fields, which only Go reads.
 //
 //	offset  size  what
 //	0       16    nonce of the Add that made it
 //	16      19    Expires in unix microseconds, rounded up, as zero-padded
-//	              decimal digits: the Add script scores the pending set
-//	              with it
+//	              decimal digits: the scripts decide expiry with it, and
+//	              the Add script scores the pending set with it
 //	35      ...   Tool, ArgsDigest, Principal, Subject, each as a uvarint
 //	              length and its bytes; then Expires exactly
 //	              (time.MarshalBinary)
 //
-// The token key is a list, ["p"] while the confirmation is pending; its key
-// expiry is Expires (see tokenDeadline). Spend pushes a marker — the target
-// state and the call's nonce — onto its head with LPUSHX, so the list's
-// second element from the tail is the marker of the Spend that won.
+// Its record, written by the Spend that won and rewritten by the Complete
+// that won:
 //
-// The Add script spells the header's offsets out (Lua counts from 1): keep
-// them in step.
+//	offset  size  what
+//	0       1     state: 'a' acting, 'd' done, 'f' failed, 'u' in doubt,
+//	              'c' cancelled
+//	1       16    nonce of the Spend that won
+//	17      19    end of the lease in unix microseconds, zero-padded
+//	              decimal digits (zero for a cancel)
+//	36      16    nonce of the Complete that won (zero bytes until then)
+//	52      ...   the outcome recorded, in its binary form
+//	              ([ledger.Outcome.MarshalBinary]); none while acting, nor
+//	              for a lease that ended without one
+//
+// The scripts spell these offsets out (Lua counts from 1): keep them in step.
 const (
 	nonceLen = 16
 	offExp   = nonceLen
 	headLen  = offExp + 19 // 19 digits hold every non-negative int64
 
-	stateRedeemed  = 'r'
+	recLease    = 1 + nonceLen
+	recComplete = recLease + 19
+	recHead     = recComplete + nonceLen
+
+	stateActing    = 'a'
+	stateDone      = 'd'
+	stateFailed    = 'f'
+	stateInDoubt   = 'u'
 	stateCancelled = 'c'
 )
 
 // addScript adds a pending confirmation if its keys are free and both the
-// namespace and the principal have room. KEYS: entry, pending set, token,
+// namespace and the principal have room. KEYS: entry, pending set, record,
 // the principal's set. ARGV: the entry's value, the entry key's deadline
 // (unix ms), the pending set's deadline for this member (unix ms), max
-// pending, the token's deadline (unix ms), max pending per principal.
-// Returns 1 (added), 0 (exists), -1 (namespace full) or -2 (principal
-// full).
+// pending, max pending per principal. Returns 1 (added), 0 (exists), -1
+// (namespace full) or -2 (principal full).
 var addScript = redis.NewScript(`
 local function exists(v)
   if string.sub(v, 1, 16) == string.sub(ARGV[1], 1, 16) then return 1 end -- a client retry of this very Add
   return 0
 end
--- A token outlives its entry only if something else deleted the entry:
--- refuse rather than count a stale marker, or overwrite a foreign key.
+-- A record outlives its entry only if something else deleted the entry:
+-- refuse rather than make a spent id pending again, or overwrite a
+-- foreign key.
 if redis.call('EXISTS', KEYS[3]) == 1 then
   local v = redis.call('GET', KEYS[1])
   if v then return exists(v) end
-  return redis.error_reply('token without its entry')
+  return redis.error_reply('record without its entry')
 end
 local n = redis.call('ZCARD', KEYS[2])
 if n >= tonumber(ARGV[4]) then
@@ -366,7 +390,7 @@ end
 -- next trim: amortized, each Add costs O(1) unless the principal keeps
 -- its cap full, and then the trim (O(cap)) is that principal's.
 local m = redis.call('ZCARD', KEYS[4])
-if m >= tonumber(ARGV[6]) then
+if m >= tonumber(ARGV[5]) then
   local v = redis.call('GET', KEYS[1])
   if v then return exists(v) end -- reported before full
   -- What is no longer pending stops counting: an expired id, and one a
@@ -377,12 +401,10 @@ if m >= tonumber(ARGV[6]) then
     if not redis.call('ZSCORE', KEYS[2], id) then redis.call('ZREM', KEYS[4], id) end
   end
   m = redis.call('ZCARD', KEYS[4])
-  if m >= tonumber(ARGV[6]) then return -2 end
+  if m >= tonumber(ARGV[5]) then return -2 end
 end
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET', 'PXAT', ARGV[2])
 if v then return exists(v) end
-redis.call('RPUSH', KEYS[3], 'p')
-redis.call('PEXPIREAT', KEYS[3], ARGV[5]) -- a deadline already past deletes it: expired at once
 local score, member = string.sub(ARGV[1], 17, 35), string.sub(KEYS[1], -32)
 redis.call('ZADD', KEYS[2], score, member)
 redis.call('ZADD', KEYS[4], score, member)
@@ -401,14 +423,83 @@ end
 return 1
 `)
 
-// keys returns the confirmation's entry key and token key, and its member
-// in the pending set: the id in hex, which the Add script cuts off the
-// entry key.
-func (s *Store) keys(id ledger.ID) (entry, token, member string) {
+// spendScript is the compare-and-set of a Spend. KEYS: entry, record,
+// pending set. ARGV: the record's first bytes (target state, the call's
+// nonce), the lease in microseconds, the grace in milliseconds. Returns
+// {code, entry, record}: 0 unknown, 1 expired, 2 spent by this call (or
+// its retry), 3 spent before (answered from the record).
+var spendScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+local r = redis.call('GET', KEYS[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if r then
+  if string.sub(r, 2, 17) == string.sub(ARGV[1], 2, 17) and (string.sub(r, 1, 1) == 'c') == (string.sub(ARGV[1], 1, 1) == 'c') then
+    return {2, v, r} -- a client retry of this very Spend
+  end
+  local lease = tonumber(string.sub(r, 18, 36))
+  if string.sub(r, 1, 1) == 'a' and lease and now >= lease then
+    -- The lease ended with no outcome recorded: in doubt, for good.
+    redis.call('SETRANGE', KEYS[2], 0, 'u')
+    r = 'u' .. string.sub(r, 2)
+  end
+  return {3, v, r}
+end
+if not v then return {0} end
+local exp = tonumber(string.sub(v, 17, 35))
+if not exp then return redis.error_reply('corrupt entry') end
+if now >= exp then return {1, v} end
+local lease, keep = 0, exp
+if string.sub(ARGV[1], 1, 1) == 'a' then
+  lease = now + tonumber(ARGV[2])
+  keep = math.max(exp, lease)
+end
+r = ARGV[1] .. string.format('%019d', lease) .. string.rep('\0', 16)
+-- Both keys live to the later of Expires and the lease's end, plus grace.
+local deadline = math.ceil(keep / 1000) + tonumber(ARGV[3])
+redis.call('SET', KEYS[2], r, 'PXAT', deadline)
+redis.call('PEXPIREAT', KEYS[1], deadline, 'GT')
+redis.call('ZREM', KEYS[3], string.sub(KEYS[1], -32))
+return {2, v, r}
+`)
+
+// completeScript is the compare-and-set of a Complete. KEYS: entry,
+// record. ARGV: the outcome's state ('d', 'f' or 'u'), the call's nonce,
+// the outcome's binary form. Returns {code, state}: 0 unknown, 1 expired,
+// 2 recorded by this call (or its retry), 3 pending (not redeemed), 4
+// refused in the record's state.
+var completeScript = redis.NewScript(`
+local r = redis.call('GET', KEYS[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if not r then
+  local v = redis.call('GET', KEYS[1])
+  if not v then return {0} end
+  local exp = tonumber(string.sub(v, 17, 35))
+  if not exp then return redis.error_reply('corrupt entry') end
+  if now >= exp then return {1} end
+  return {3}
+end
+if string.sub(r, 37, 52) == ARGV[2] then return {2} end -- a client retry of this very Complete
+local st, lease = string.sub(r, 1, 1), tonumber(string.sub(r, 18, 36))
+if st ~= 'a' then return {4, st} end
+if not lease then return redis.error_reply('corrupt record') end
+if now >= lease then
+  redis.call('SETRANGE', KEYS[2], 0, 'u') -- too late: in doubt, for good
+  return {4, 'u'}
+end
+redis.call('SET', KEYS[2], ARGV[1] .. string.sub(r, 2, 36) .. ARGV[2] .. ARGV[3], 'KEEPTTL')
+return {2}
+`)
+
+// keys returns the confirmation's entry key and record key, and its member
+// in the pending set: the id in hex, which the scripts cut off the entry
+// key.
+func (s *Store) keys(id ledger.ID) (entry, record, member string) {
 	var h [2 * len(id)]byte
 	hex.Encode(h[:], id[:])
 	member = string(h[:])
-	return s.entries + member, s.tokens + member, member
+	return s.entries + member, s.records + member, member
 }
 
 // principalKey returns the key of the set of principal's confirmations:
@@ -433,9 +524,9 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 
 // add stores v, the value encode made of c.
 func (s *Store) add(ctx context.Context, c ledger.Confirmation, v []byte) error {
-	entry, token, _ := s.keys(c.ID)
-	res, err := addScript.Run(ctx, s.client, []string{entry, s.pendingKey, token, s.principalKey(c.Principal)},
-		v, keyDeadline(c.Expires.Add(s.grace)), keyDeadline(c.Expires), s.maxArg, tokenDeadline(c.Expires), s.maxPerArg).Int64()
+	entry, record, _ := s.keys(c.ID)
+	res, err := addScript.Run(ctx, s.client, []string{entry, s.pendingKey, record, s.principalKey(c.Principal)},
+		v, keyDeadline(c.Expires.Add(s.grace)), keyDeadline(c.Expires), s.maxArg, s.maxPerArg).Int64()
 	if err != nil {
 		return s.callError("add", c.ID, err)
 	}
@@ -453,116 +544,181 @@ func (s *Store) add(ctx context.Context, c ledger.Confirmation, v []byte) error 
 }
 
 // Spend implements [ledger.Store].
-func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
+func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
 	// Random, so that a replayed approval never passes for a retry of the
 	// Spend that took it. rand.Read never fails: it crashes the program.
 	var nonce [nonceLen]byte
 	rand.Read(nonce[:])
-	return s.spend(ctx, id, to, nonce)
+	return s.spend(ctx, id, to, lease, nonce)
 }
 
-// spend is the compare-and-set: one round trip of three plain commands.
-// LPUSHX of the call's marker onto the token decides, atomically on the
-// server: it finds the token only while it exists (pending or spent, and
-// not past Expires on Redis's clock), and only the first push makes a list
-// of two. GET reads the entry, which never changes; ZREM drops the id from
-// the pending set, which every contender may do. A contender that pushed
-// later reads the winner's marker in a second round trip.
-func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, nonce [nonceLen]byte) (ledger.Confirmation, error) {
+// spend is the compare-and-set: one round trip, one script.
+func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration, nonce [nonceLen]byte) (ledger.Record, error) {
 	var marker [1 + nonceLen]byte
-	switch to {
-	case ledger.Redeemed:
-		marker[0] = stateRedeemed
-	case ledger.Cancelled:
+	switch {
+	case to == ledger.Acting && lease > 0 && lease.Microseconds() < maxLeaseMicros:
+		marker[0] = stateActing
+	case to == ledger.Cancelled:
 		marker[0] = stateCancelled
 	default:
-		return ledger.Confirmation{}, fmt.Errorf("redisledger: cannot spend into state %v", to)
+		return ledger.Record{}, fmt.Errorf("redisledger: cannot spend into state %v with lease %v", to, lease)
 	}
 	copy(marker[1:], nonce[:])
 	if s.closed.Load() {
-		return ledger.Confirmation{}, errClosed
+		return ledger.Record{}, errClosed
 	}
-	entryKey, token, member := s.keys(id)
-	var (
-		pushed  *redis.IntCmd
-		entry   *redis.StringCmd
-		removed *redis.IntCmd
-	)
-	// Errors are read per command below: Pipelined's own is the first
-	// command's that failed, and a missing entry (redis.Nil) is an answer.
-	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		pushed = p.LPushX(ctx, token, marker[:])
-		entry = p.Get(ctx, entryKey)
-		removed = p.ZRem(ctx, s.pendingKey, member)
-		return nil
-	})
-	n, err := pushed.Result()
+	entry, record, _ := s.keys(id)
+	// A lease under a microsecond is one: the script's clock is in them.
+	reply, err := spendScript.Run(ctx, s.client, []string{entry, record, s.pendingKey},
+		marker[:], max(ceilDuration(lease, time.Microsecond), 1), s.graceArg).Slice()
 	if err != nil {
-		return ledger.Confirmation{}, s.callError("spend", id, err)
+		return ledger.Record{}, s.callError("spend", id, err)
 	}
-	v, err := entry.Result()
-	found := err == nil
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return ledger.Confirmation{}, s.callError("spend", id, err)
+	code, v, r, err := scriptReply(reply)
+	if err != nil {
+		return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
 	}
-	if err := removed.Err(); err != nil {
-		return ledger.Confirmation{}, s.callError("spend", id, err)
-	}
-	switch {
-	case n == 0 && !found:
-		return ledger.Confirmation{}, ledger.ErrUnknown // never added, or gone at Expires+Grace
-	case n == 0:
-		// The token is gone at Expires: expired, whatever its state.
+	switch code {
+	case 0:
+		return ledger.Record{}, ledger.ErrUnknown // never added, or gone at Expires+Grace
+	case 1:
 		if _, err := decode(id, v); err != nil {
-			return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
+			return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
 		}
-		return ledger.Confirmation{}, ledger.ErrExpired
-	case n == 2:
-		return s.won(id, v, found)
-	case n < 2:
-		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w: token of %d", id, errCorrupt, n)
+		return ledger.Record{}, ledger.ErrExpired
+	case 2, 3:
+	default:
+		return ledger.Record{}, fmt.Errorf("redisledger: spend %s: unexpected reply %d", id, code)
 	}
-	return s.lost(ctx, id, token, marker, v, found)
+	if v == "" {
+		// The record is there: the confirmation was spent, and the caller
+		// must not act.
+		return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w: record without its entry", id, errCorrupt)
+	}
+	rec, answer, err := readRecord(id, v, r)
+	switch {
+	case err != nil:
+		return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
+	case code == 2:
+		return rec, nil
+	case rec.State == ledger.Cancelled:
+		return ledger.Record{}, answer
+	}
+	return rec, answer
 }
 
-// won returns the confirmation that a Spend took. A missing or mangled
-// entry is an error: the token is spent, and the caller must not act.
-func (s *Store) won(id ledger.ID, v string, found bool) (ledger.Confirmation, error) {
-	if !found {
-		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w: token without its entry", id, errCorrupt)
+// maxLeaseMicros bounds a lease so that the lease's end stays within the
+// 19 digits the record has for it, and exact in Lua's numbers.
+const maxLeaseMicros = 1 << 50
+
+// Complete implements [ledger.Store].
+func (s *Store) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) error {
+	var nonce [nonceLen]byte
+	rand.Read(nonce[:])
+	return s.complete(ctx, id, o, nonce)
+}
+
+// complete is the compare-and-set from acting: one round trip, one script.
+func (s *Store) complete(ctx context.Context, id ledger.ID, o ledger.Outcome, nonce [nonceLen]byte) error {
+	b, err := o.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("redisledger: complete %s: %w", id, err)
 	}
+	if s.closed.Load() {
+		return errClosed
+	}
+	entry, record, _ := s.keys(id)
+	state := [...]byte{ledger.OutcomeDone: stateDone, ledger.OutcomeFailed: stateFailed, ledger.OutcomeUnknown: stateInDoubt}[o.Kind]
+	reply, err := completeScript.Run(ctx, s.client, []string{entry, record}, []byte{state}, nonce[:], b).Slice()
+	if err != nil {
+		return s.callError("complete", id, err)
+	}
+	code, st, _, err := scriptReply(reply)
+	if err != nil {
+		return fmt.Errorf("redisledger: complete %s: %w", id, err)
+	}
+	switch code {
+	case 0:
+		return ledger.ErrUnknown
+	case 1:
+		return ledger.ErrExpired
+	case 2:
+		return nil
+	case 3:
+		return ledger.ErrNotActing
+	case 4:
+		if st != "" {
+			if _, err := answerOf(st[0]); err != nil {
+				return err
+			}
+		}
+	}
+	return fmt.Errorf("redisledger: complete %s: %w: reply %d %q", id, errCorrupt, code, st)
+}
+
+// scriptReply reads a script's reply: a code, then up to two strings (a
+// missing one is empty).
+func scriptReply(reply []any) (code int64, a, b string, err error) {
+	if len(reply) == 0 {
+		return 0, "", "", fmt.Errorf("%w: empty reply", errCorrupt)
+	}
+	code, ok := reply[0].(int64)
+	if !ok {
+		return 0, "", "", fmt.Errorf("%w: reply %v", errCorrupt, reply)
+	}
+	strs := [2]string{}
+	for i, x := range reply[1:min(len(reply), 3)] {
+		switch x := x.(type) {
+		case string:
+			strs[i] = x
+		case nil:
+		default:
+			return 0, "", "", fmt.Errorf("%w: reply %v", errCorrupt, reply)
+		}
+	}
+	return code, strs[0], strs[1], nil
+}
+
+// answerOf is the error that answers a Spend or Complete of a
+// confirmation whose record is in state st.
+func answerOf(st byte) (ledger.State, error) {
+	switch st {
+	case stateActing:
+		return ledger.Acting, ledger.ErrInProgress
+	case stateDone:
+		return ledger.Done, ledger.ErrDone
+	case stateFailed:
+		return ledger.Failed, ledger.ErrDone
+	case stateInDoubt:
+		return ledger.InDoubt, ledger.ErrInDoubt
+	case stateCancelled:
+		return ledger.Cancelled, ledger.ErrCancelled
+	}
+	return 0, fmt.Errorf("%w: record state %q", errCorrupt, st)
+}
+
+// readRecord rebuilds the record of confirmation id from the value of its
+// entry v and of its record r, and the answer it gives a later Spend; err
+// says that they are not a store's.
+func readRecord(id ledger.ID, v, r string) (rec ledger.Record, answer, err error) {
 	c, err := decode(id, v)
 	if err != nil {
-		return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
+		return ledger.Record{}, nil, err
 	}
-	return c, nil
-}
-
-// lost answers a Spend whose marker was not the first pushed: it reads the
-// winner's marker and trims the list back to it, so that replays cannot
-// grow it. The winner's marker is the Spend's own when go-redis resent the
-// call after losing the reply: then it gets its success back.
-func (s *Store) lost(ctx context.Context, id ledger.ID, token string, marker [1 + nonceLen]byte, v string, found bool) (ledger.Confirmation, error) {
-	var winner *redis.StringCmd
-	_, _ = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		winner = p.LIndex(ctx, token, -2)
-		p.LTrim(ctx, token, -2, -1)
-		return nil
-	})
-	w, err := winner.Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return ledger.Confirmation{}, ledger.ErrExpired // gone at Expires since the push
-	case err != nil:
-		return ledger.Confirmation{}, s.callError("spend", id, err)
-	case w == string(marker[:]):
-		return s.won(id, v, found)
-	case len(w) == len(marker) && w[0] == stateRedeemed:
-		return ledger.Confirmation{}, ledger.ErrSpent
-	case len(w) == len(marker) && w[0] == stateCancelled:
-		return ledger.Confirmation{}, ledger.ErrCancelled
+	if len(r) < recHead {
+		return ledger.Record{}, nil, fmt.Errorf("%w: record of %d bytes", errCorrupt, len(r))
 	}
-	return ledger.Confirmation{}, fmt.Errorf("redisledger: spend %s: %w: token marker %q", id, errCorrupt, w)
+	st, answer := answerOf(r[0])
+	if st == 0 {
+		return ledger.Record{}, nil, answer
+	}
+	rec = ledger.Record{Confirmation: c, State: st}
+	if len(r) > recHead {
+		if err := rec.Outcome.UnmarshalBinary([]byte(r[recHead:])); err != nil {
+			return ledger.Record{}, nil, fmt.Errorf("%w: %w", errCorrupt, err)
+		}
+	}
+	return rec, answer, nil
 }
 
 // callError describes a failed call. A key of the wrong type means
@@ -648,16 +804,9 @@ func ceilMicro(t time.Time) int64 {
 	return us
 }
 
-// tokenDeadline is the token's PXAT argument for Expires t: Redis keeps a
-// key through the millisecond of its deadline and drops it when its clock
-// passes it, so the token is pending exactly while Redis's clock, in whole
-// milliseconds, is before t rounded down to the millisecond: never past t,
-// up to 1 ms before it. Redis deletes at once a key given a deadline that
-// is not after its clock's millisecond, so an Add in the deadline's own
-// millisecond finds the token expired: up to 2 ms before t, and still never
-// past it. At least 1, as keyDeadline.
-func tokenDeadline(t time.Time) int64 {
-	return max(t.UnixMilli()-1, 1)
+// ceilDuration is d in units of unit, rounded up.
+func ceilDuration(d, unit time.Duration) int64 {
+	return int64((d + unit - 1) / unit)
 }
 
 // keyDeadline is the PXAT or PEXPIREAT argument for t: unix milliseconds,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -44,16 +45,17 @@ func testStore(t *testing.T, opts Options) (*Store, *redis.Client) {
 // principal's set when t ends.
 func deleteKeys(t *testing.T, s *Store, c *redis.Client, conf ledger.Confirmation) {
 	t.Cleanup(func() {
-		entry, token, _ := s.keys(conf.ID)
-		if err := c.Del(context.Background(), entry, token, s.pendingKey, s.principalKey(conf.Principal)).Err(); err != nil {
+		entry, record, _ := s.keys(conf.ID)
+		if err := c.Del(context.Background(), entry, record, s.pendingKey, s.principalKey(conf.Principal)).Err(); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
 }
 
 // TestRetryOfSameCall checks the scripts' nonces: a second run of the very
-// same Add or Spend (what go-redis does after a reply lost to a dropped
-// connection) gets the success back, while any other call is refused. The
+// same Add, Spend or Complete (what go-redis does after a reply lost to a
+// dropped connection) gets the success back, while any other call is
+// refused. The
 // namespace (or the principal) holds one pending confirmation, so that Add
 // is tried both on its path with room and on its path when full.
 func TestRetryOfSameCall(t *testing.T) {
@@ -98,18 +100,18 @@ func retryOfSameCall(t *testing.T, opts Options) {
 		to    ledger.State
 		want  error
 	}{
-		{"the call", first, ledger.Redeemed, nil},
-		{"its retry", first, ledger.Redeemed, nil},
-		{"its retry again", first, ledger.Redeemed, nil},
-		{"another call", another, ledger.Redeemed, ledger.ErrSpent},
-		{"same nonce, other target", first, ledger.Cancelled, ledger.ErrSpent},
+		{"the call", first, ledger.Acting, nil},
+		{"its retry", first, ledger.Acting, nil},
+		{"its retry again", first, ledger.Acting, nil},
+		{"another call", another, ledger.Acting, ledger.ErrInProgress},
+		{"same nonce, other target", first, ledger.Cancelled, ledger.ErrInProgress},
 	}
 	for _, tt := range spends {
-		got, err := s.spend(ctx, conf.ID, tt.to, tt.nonce)
+		got, err := s.spend(ctx, conf.ID, tt.to, time.Hour, tt.nonce)
 		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 			t.Fatalf("%s: spend = %v, want %v", tt.name, err, tt.want)
 		}
-		if err == nil && !same(got, conf) {
+		if !same(got.Confirmation, conf) {
 			t.Fatalf("%s: spend returned %+v, want %+v", tt.name, got, conf)
 		}
 	}
@@ -119,6 +121,25 @@ func retryOfSameCall(t *testing.T, opts Options) {
 		if err := s.add(ctx, conf, tt.v); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
 			t.Fatalf("%s, after the spend: add = %v, want %v", tt.name, err, tt.want)
 		}
+	}
+
+	o := ledger.Outcome{Kind: ledger.OutcomeDone, Result: []byte("r"), Size: 1}
+	completes := []struct {
+		name  string
+		nonce [nonceLen]byte
+		want  error
+	}{
+		{"the complete", first, nil},
+		{"its retry", first, nil},
+		{"another complete", another, ledger.ErrDone},
+	}
+	for _, tt := range completes {
+		if err := s.complete(ctx, conf.ID, o, tt.nonce); !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Fatalf("%s: complete = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	if rec, err := s.spend(ctx, conf.ID, ledger.Acting, time.Hour, another); !errors.Is(err, ledger.ErrDone) || string(rec.Outcome.Result) != "r" {
+		t.Fatalf("a retry after the outcome: %v %q, want ErrDone and the outcome", err, rec.Outcome.Result)
 	}
 }
 
@@ -180,38 +201,60 @@ func TestEncode(t *testing.T) {
 	}
 }
 
-// TestReplaysKeepTokenShort checks that Spends which lose trim the token
-// back to its pending mark and the winner's marker, so that replaying an
-// approval, even from many goroutines at once, cannot grow it.
-func TestReplaysKeepTokenShort(t *testing.T) {
+// TestRecordLayout checks what the scripts write into a record, at the
+// offsets Go reads: the state, the Spend's nonce, the lease's end in
+// microseconds on the server's clock, the Complete's nonce and the outcome;
+// and that both keys then live to the lease's end plus grace, when that is
+// after Expires plus grace.
+func TestRecordLayout(t *testing.T) {
 	ctx := context.Background()
-	s, c := testStore(t, Options{})
+	s, c := testStore(t, Options{Grace: time.Second})
 	conf := ledgertest.Fresh(t)
+	conf.Expires = time.Now().Add(time.Minute)
 	deleteKeys(t, s, c, conf)
 	if err := s.Add(ctx, conf); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Spend(ctx, conf.ID, ledger.Cancelled); err != nil {
-		t.Fatal(err)
-	}
-	errs := make(chan error, 100)
-	for range cap(errs) {
-		go func() {
-			_, err := s.Spend(ctx, conf.ID, ledger.Redeemed)
-			errs <- err
-		}()
-	}
-	for range cap(errs) {
-		if err := <-errs; !errors.Is(err, ledger.ErrCancelled) {
-			t.Fatalf("replay: %v, want ErrCancelled", err)
-		}
-	}
-	_, token, _ := s.keys(conf.ID)
-	got, err := c.LRange(ctx, token, 0, -1).Result()
+	spendNonce, completeNonce := [nonceLen]byte{7, 7}, [nonceLen]byte{9, 9}
+	before, err := c.Time(ctx).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || got[0][0] != stateCancelled || got[1] != "p" {
-		t.Fatalf("token after 100 replays: %d elements, the last two %q; want the cancel's marker and p", len(got), got[max(len(got)-2, 0):])
+	if _, err := s.spend(ctx, conf.ID, ledger.Acting, time.Hour, spendNonce); err != nil {
+		t.Fatal(err)
+	}
+	after, err := c.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, record, _ := s.keys(conf.ID)
+	r, err := c.Get(ctx, record).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := strconv.ParseInt(r[recLease:recComplete], 10, 64)
+	if err != nil || r[0] != stateActing || r[1:recLease] != string(spendNonce[:]) || len(r) != recHead ||
+		r[recComplete:recHead] != strings.Repeat("\x00", nonceLen) {
+		t.Fatalf("record after the spend: %q (%v)", r, err)
+	}
+	if end := time.UnixMicro(lease); end.Before(before.Add(time.Hour)) || end.After(after.Add(time.Hour)) {
+		t.Fatalf("lease ends at %v, want an hour after the spend, in [%v, %v]", end, before.Add(time.Hour), after.Add(time.Hour))
+	}
+	for _, key := range []string{entry, record} {
+		at, err := c.PExpireTime(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := time.UnixMicro(lease).Add(time.Second); time.UnixMilli(at.Milliseconds()).Sub(want).Abs() > time.Millisecond {
+			t.Fatalf("%s expires at %v, want the lease's end plus grace, %v", key, time.UnixMilli(at.Milliseconds()), want)
+		}
+	}
+	o := ledger.Outcome{Kind: ledger.OutcomeFailed, Result: []byte("refused"), Size: 7}
+	if err := s.complete(ctx, conf.ID, o, completeNonce); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := o.MarshalBinary()
+	if r2, err := c.Get(ctx, record).Result(); err != nil || r2 != string(stateFailed)+r[1:recComplete]+string(completeNonce[:])+string(want) {
+		t.Fatalf("record after the complete: %q (%v)", r2, err)
 	}
 }
