@@ -200,6 +200,19 @@ export function wantToolError(res, needle) {
   want(text(res).includes(needle), `tool error ${JSON.stringify(text(res))} does not say ${JSON.stringify(needle)}`);
 }
 
+/**
+ * Asserts that res answers a retry of an approval already acted on: the
+ * result of that one execution, first, given back marked as the earlier
+ * execution's, with nothing run again.
+ */
+export function wantReplayed(res, first) {
+  want(res && res.resultType !== 'input_required' && res.isError === first.isError,
+    `want the earlier result given back, got ${JSON.stringify(res)}`);
+  const t = text(res);
+  want(t.includes('result of that earlier execution') && t.includes('Nothing was run again') && t.endsWith(text(first)),
+    `retry answered ${JSON.stringify(t)}, want ${JSON.stringify(text(first))} marked as the earlier execution's`);
+}
+
 /** Asserts a successful, non-error result whose text includes want. */
 export function wantResult(res, needle) {
   want(res && res.isError !== true && res.resultType !== 'input_required', `want a complete result, got ${JSON.stringify(res)}`);

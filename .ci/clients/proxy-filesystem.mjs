@@ -8,8 +8,9 @@
 // Cases: tools/list hides the denied create_directory; reads pass without a
 // question; write_file, edit_file and move_file are asked once each (the
 // proxy's own question) and act once; create_directory by name is refused;
-// a declined write writes nothing; a replayed approval (manual retry) is
-// refused and writes nothing. Every effect is checked on disk.
+// a declined write writes nothing; a replayed approval (manual retry)
+// writes nothing and is answered with the earlier write's result. Every
+// effect is checked on disk.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -19,7 +20,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import {
-  ACCEPT, DECLINE, answerer, binary, installedVersion, runCases, startHTTP, text, want, wantResult, wantToolError,
+  ACCEPT, DECLINE, answerer, binary, installedVersion, runCases, startHTTP, text, want, wantReplayed, wantResult, wantToolError,
 } from './lib.mjs';
 
 const PKG = '@modelcontextprotocol/client';
@@ -149,7 +150,8 @@ for (const era of [MRTR, LEGACY]) {
 }
 
 // On 2026-07-28 the client holds the requestState: replaying a spent
-// approval must not write again.
+// approval must not write again; it is answered with the earlier write's
+// result, marked as the earlier execution's.
 for (const transport of ['stdio', 'http']) {
   cases.push({
     name: `${NAME} ${MRTR} ${transport} replay`,
@@ -165,12 +167,13 @@ for (const transport of ['stdio', 'http']) {
       wantProxyQuestion(r1.inputRequests.confirm.params, 'write_file', 'a.txt', 'approved\\n');
       want(!fs.existsSync(f), 'the first round wrote');
       const again = () => client.callTool({ name: 'write_file', arguments: args, inputResponses: { confirm: ACCEPT }, requestState: r1.requestState }, { allowInputRequired: true });
-      wantResult(await again(), 'Successfully wrote');
+      const r2 = await again();
+      wantResult(r2, 'Successfully wrote');
       fs.writeFileSync(f, 'changed since\n');
       const r3 = await again();
-      wantToolError(r3, 'already used');
+      wantReplayed(r3, r2);
       want(read(f) === 'changed since\n', `the replay wrote again: ${JSON.stringify(read(f))}`);
-      return `written once; replay refused: ${JSON.stringify(text(r3)).slice(0, 60)}…`;
+      return `written once; replay answered with the earlier result: ${JSON.stringify(text(r3)).slice(0, 60)}…`;
     },
   });
 }

@@ -8,14 +8,15 @@
 // nothing deleted), and a
 // replay of a spent approval (manual retry: the input_required result's
 // requestState is captured and sent again after the deletion, with the file
-// re-created; it must be refused as already used and the file left alone).
+// re-created; it must be answered with the earlier deletion's result, marked
+// as the earlier execution's, and the re-created file left alone).
 
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import {
   ACCEPT, DECLINE, answerer, binary, describeError, installedVersion, makeKeyFile, makeRoot, runCases, startHTTP,
-  want, wantAskedOnce, wantCleanDialogFailure, wantResult, wantToolError,
+  want, wantAskedOnce, wantCleanDialogFailure, wantReplayed, wantResult, wantToolError,
 } from './lib.mjs';
 
 const PKG = '@modelcontextprotocol/client';
@@ -187,13 +188,14 @@ for (const transport of ['stdio', 'http']) {
       const client = newClient(MRTR, ans, { manual: true });
       await connect(ctx, client, MRTR, transport, root);
       const state = await firstRound(client, root);
-      wantResult(await retry(client, root, state, ACCEPT), 'Deleted');
+      const first = await retry(client, root, state, ACCEPT);
+      wantResult(first, 'Deleted');
       root.wantDeleted();
       root.recreate();
-      wantToolError(await retry(client, root, state, ACCEPT), 'already used');
+      wantReplayed(await retry(client, root, state, ACCEPT), first);
       root.wantUntouched();
       want(ans.asked.length === 0, 'the built-in retry loop ran although it was disabled');
-      return 'deleted once; replay refused as already used; re-created file untouched';
+      return 'deleted once; replay answered with the earlier result; re-created file untouched';
     },
   });
 }
@@ -252,17 +254,18 @@ cases.push({
     const modern = newClient(MRTR, answerer(ACCEPT), { manual: true });
     await connect(ctx, modern, MRTR, 'http', root, { server: srv });
     const state = await firstRound(modern, root);
-    wantResult(await retry(modern, root, state, ACCEPT), 'Deleted');
+    const first = await retry(modern, root, state, ACCEPT);
+    wantResult(first, 'Deleted');
     root.wantDeleted();
     root.recreate();
     const ans = answerer(ACCEPT);
     const legacy = newClient(LEGACY, ans);
     await connect(ctx, legacy, LEGACY, 'http', root, { server: srv });
     const res = await replay(legacy, root, state);
-    wantToolError(res, 'already used');
+    wantReplayed(res, first);
     root.wantUntouched();
     want(ans.asked.length === 0, `the legacy client was asked ${ans.asked.length} times, want 0`);
-    return 'replay refused as already used; re-created file untouched';
+    return 'replay answered with the earlier result; re-created file untouched';
   },
 });
 

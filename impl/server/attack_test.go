@@ -6,14 +6,18 @@ package server_test
 // result) and that nothing was deleted.
 
 import (
+	"context"
 	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 )
 
 // Layer: boundary. The approval for one file, replayed with another path.
@@ -87,8 +91,9 @@ func TestAttackStateFromAnotherKey(t *testing.T) {
 	wantExists(t, f)
 }
 
-// Layer: ledger (tool error). The same approval used twice, even after the
-// file was recreated at the same path.
+// Layer: ledger. The same approval used twice, even after the file was
+// recreated at the same path: the second use deletes nothing, and is
+// answered with the first one's result, marked as the earlier execution's.
 func TestAttackSpentTwice(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	f := e.file("a.txt", "a")
@@ -96,10 +101,11 @@ func TestAttackSpentTwice(t *testing.T) {
 	state := ask(t, cs, f)
 	res, err := retry(cs, f, state, yes())
 	wantDeleted(t, res, err, f)
+	first := text(res)
 
 	e.file("a.txt", "a") // same path, same content, new file
 	res, err = retry(cs, f, state, yes())
-	wantToolRefusal(t, res, err, "already used")
+	wantReplayed(t, res, err, first)
 	wantExists(t, f)
 }
 
@@ -336,24 +342,67 @@ func TestAttackAudienceMismatch(t *testing.T) {
 	wantExists(t, f)
 }
 
-// Layer: ledger. Many clients race the same approval: exactly one deletes,
-// every other gets a clean refusal.
+// Layer: ledger. 32 clients race the same approval, half of them on
+// older-era sessions: exactly one deletes; every other runs nothing and is
+// answered with that deletion's result, marked as the earlier execution's,
+// or "in progress" while it runs. In "while acting", the ledger records
+// the deletion's outcome only once every racer has redeemed: all the
+// others are answered "in progress".
 func TestAttackConcurrentRedeem(t *testing.T) {
+	const racers = 32
 	for _, transport := range []string{inMemory, httpT} {
-		t.Run(transport, func(t *testing.T) {
-			e := newEnv(t, envOptions{})
-			f := e.file("a.txt", "a")
-			state := ask(t, e.connect(clientOptions{transport: transport, manual: true, answer: accept()}), f)
+		for _, held := range []bool{false, true} {
+			name := transport + "/done first"
+			var store ledger.Store
+			if held {
+				name = transport + "/while acting"
+				store = &heldStore{Store: ledger.NewMemory(ledger.MemoryOptions{}), until: racers, spent: make(chan struct{})}
+			}
+			t.Run(name, func(t *testing.T) {
+				e := newEnv(t, envOptions{store: store})
+				f := e.file("a.txt", "a")
+				state := ask(t, e.connect(clientOptions{transport: transport, manual: true, answer: accept()}), f)
 
-			const racers = 32
-			sessions := make([]*mcp.ClientSession, racers)
-			for i := range sessions {
-				sessions[i] = e.connect(clientOptions{transport: transport, manual: true, answer: accept()})
-			}
-			raceOnce(t, sessions, f, state)
-			if _, err := os.Lstat(f); !os.IsNotExist(err) {
-				t.Fatal("file not deleted")
-			}
-		})
+				// Half the racers replay the state on older-era sessions,
+				// as a client holding it could.
+				sessions := make([]*mcp.ClientSession, racers)
+				for i := range sessions {
+					era := []string{eraMRTR, eraLegacy}[i%2]
+					sessions[i] = e.connect(clientOptions{era: era, transport: transport, manual: true, answer: accept()})
+				}
+				answers := raceOnce(t, []*env{e}, sessions, f, state)
+				if held && answers[inProgress] != racers-1 {
+					t.Fatalf("while acting, %d of %d retries were answered in progress", answers[inProgress], racers-1)
+				}
+			})
+		}
 	}
+}
+
+// heldStore holds every Complete until the store has answered until
+// Redeems: an action that outlasts a race of retries.
+type heldStore struct {
+	ledger.Store
+	until int
+	mu    sync.Mutex
+	n     int
+	spent chan struct{} // closed at the until-th Redeem
+}
+
+func (h *heldStore) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
+	r, err := h.Store.Spend(ctx, id, to, lease)
+	h.mu.Lock()
+	if h.n++; h.n == h.until {
+		close(h.spent)
+	}
+	h.mu.Unlock()
+	return r, err
+}
+
+func (h *heldStore) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) error {
+	select {
+	case <-h.spent:
+	case <-time.After(10 * time.Second):
+	}
+	return h.Store.Complete(ctx, id, o)
 }

@@ -14,7 +14,8 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 )
 
-// The happy path in every era over every transport: asked once, deleted once.
+// The happy path in every era over every transport: asked once, deleted
+// once, its outcome recorded.
 func TestDeleteConfirmed(t *testing.T) {
 	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
 		e := newEnv(t, envOptions{})
@@ -34,6 +35,11 @@ func TestDeleteConfirmed(t *testing.T) {
 		if e.issued() != 1 {
 			t.Fatalf("issued %d confirmations, want 1", e.issued())
 		}
+		// What the deletion did is recorded, for any retry to get back.
+		wantEvents(t, e, map[event]int{
+			{ledger.ActionRedeem, ledger.ResultOK, 0}:                    1,
+			{ledger.ActionComplete, ledger.ResultOK, ledger.OutcomeDone}: 1,
+		})
 		// The ledger keeps no wording: the log is the record of what
 		// was asked.
 		if log := e.log.String(); !strings.Contains(log, "confirm: asked") || !strings.Contains(log, "report.pdf") {

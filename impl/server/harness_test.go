@@ -73,6 +73,7 @@ type envOptions struct {
 	keys      [][]byte
 	name      string
 	clock     *clock
+	lease     time.Duration
 	store     ledger.Store
 	principal func(context.Context, mcp.Request) (string, error)
 }
@@ -98,6 +99,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		Beneath:   beneath.Options{Walk: o.walk},
 		Keys:      o.keys,
 		Store:     o.store,
+		Lease:     o.lease,
 		Principal: o.principal,
 		Now:       now,
 		Logger:    slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -360,6 +362,18 @@ func wantDeleted(t *testing.T, res *mcp.CallToolResult, err error, path string) 
 	}
 }
 
+// wantReplayed asserts that a retry was answered with first, the result
+// of the approval's one execution, marked as the earlier execution's.
+func wantReplayed(t *testing.T, res *mcp.CallToolResult, err error, first string) {
+	t.Helper()
+	if err != nil || res == nil || res.IsError || res.NeedsInput() {
+		t.Fatalf("want the earlier result, got err=%v res=%s", err, describe(res))
+	}
+	if got := text(res); !strings.Contains(got, earlier) || !strings.HasSuffix(got, first) {
+		t.Fatalf("retry answered %q, want %q marked as the earlier execution's", got, first)
+	}
+}
+
 func wantExists(t *testing.T, paths ...string) {
 	t.Helper()
 	for _, p := range paths {
@@ -369,13 +383,32 @@ func wantExists(t *testing.T, paths ...string) {
 	}
 }
 
+// Marks of the answers to a retry of an approval already redeemed.
+const (
+	earlier    = "result of that earlier execution" // a recorded result, given back
+	inProgress = "being acted on right now"
+	inDoubt    = "may or may not have happened"
+)
+
 // raceOnce has every session retry the same approval of path at once, and
-// asserts that exactly one deleted it and every other got a clean "already
-// used" refusal.
-func raceOnce(t *testing.T, sessions []*mcp.ClientSession, path, state string) {
+// asserts that exactly one ran the deletion, and that every other was
+// answered, running nothing, with that deletion's result marked as the
+// earlier execution's, or with "in progress" while it ran; and that the
+// ledger redeemed the approval once and recorded one outcome. It returns
+// how many retries got each answer but the execution's.
+func raceOnce(t *testing.T, ledgers []*env, sessions []*mcp.ClientSession, path, state string) map[string]int {
 	t.Helper()
+	counts := func() (redeemed, completed int) {
+		for _, e := range ledgers {
+			redeemed += e.count(ledger.ActionRedeem, ledger.ResultOK)
+			completed += e.count(ledger.ActionComplete, ledger.ResultOK)
+		}
+		return redeemed, completed
+	}
+	redeemed0, completed0 := counts()
 	var mu sync.Mutex
-	deleted, refused := 0, 0
+	var ran []string // texts of the answers that ran the deletion
+	answers := map[string]int{}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for _, cs := range sessions {
@@ -385,10 +418,12 @@ func raceOnce(t *testing.T, sessions []*mcp.ClientSession, path, state string) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case err == nil && !res.IsError:
-				deleted++
-			case err == nil && strings.Contains(text(res), "already used"):
-				refused++
+			case err == nil && !res.IsError && strings.HasPrefix(text(res), "Deleted "):
+				ran = append(ran, text(res))
+			case err == nil && !res.IsError && strings.Contains(text(res), earlier):
+				answers[text(res)]++
+			case err == nil && res.IsError && strings.Contains(text(res), inProgress):
+				answers[inProgress]++
 			default:
 				t.Errorf("unexpected outcome: err=%v res=%s", err, describe(res))
 			}
@@ -396,10 +431,21 @@ func raceOnce(t *testing.T, sessions []*mcp.ClientSession, path, state string) {
 	}
 	close(start)
 	wg.Wait()
-	if deleted != 1 || refused != len(sessions)-1 {
-		t.Fatalf("deleted %d times, refused %d; want 1 and %d", deleted, refused, len(sessions)-1)
+	if len(ran) != 1 {
+		t.Fatalf("the deletion ran %d times (%q), want once; other answers %v", len(ran), ran, answers)
 	}
+	for a, n := range answers {
+		if a != inProgress && !strings.HasSuffix(a, ran[0]) {
+			t.Fatalf("%d retries were answered %q; the one execution returned %q", n, a, ran[0])
+		}
+	}
+	t.Logf("one deletion; the other %d retries answered %v", len(sessions)-1, answers)
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s not deleted", path)
 	}
+	redeemed, completed := counts()
+	if redeemed, completed = redeemed-redeemed0, completed-completed0; redeemed != 1 || completed != 1 {
+		t.Fatalf("the ledgers redeemed %d times and recorded %d outcomes, want 1 and 1", redeemed, completed)
+	}
+	return answers
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/server"
 )
 
@@ -47,6 +48,12 @@ func uniqueName(t *testing.T) string {
 // replica starts a server that keeps its confirmations in the store at url,
 // as one replica of a deployment named name.
 func replica(t *testing.T, url, name, root string) *env {
+	return replicaWith(t, url, name, envOptions{roots: []string{root}}, nil)
+}
+
+// replicaWith starts a replica as replica does, with o's options, its
+// store handle wrapped by wrap if set.
+func replicaWith(t *testing.T, url, name string, o envOptions, wrap func(ledger.Store) ledger.Store) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -55,7 +62,36 @@ func replica(t *testing.T, url, name, root string) *env {
 		t.Fatalf("OpenStore: %v", err)
 	}
 	t.Cleanup(closeStore)
-	return newEnv(t, envOptions{name: name, roots: []string{root}, store: store})
+	if wrap != nil {
+		store = wrap(store)
+	}
+	o.name, o.store = name, store
+	return newEnv(t, o)
+}
+
+// A replica crashes between redeeming an approval in the shared store and
+// acting on it; the client retries through another replica. While the
+// lease runs (a short one here, on the store's own clock) the retry is
+// told the action is in progress; after it, in doubt — never run, through
+// sessions of either era.
+func TestCrashBetweenRedeemAndActShared(t *testing.T) {
+	const lease = 500 * time.Millisecond
+	for kind, url := range sharedStores(t) {
+		for _, era := range []string{eraMRTR, eraLegacy} {
+			t.Run(kind+"/"+era, func(t *testing.T) {
+				url := storeURL(t, kind, url)
+				root, name := t.TempDir(), uniqueName(t)
+				a := replicaWith(t, url, name, envOptions{roots: []string{root}, lease: lease},
+					func(s ledger.Store) ledger.Store { return crashAfterRedeem{s} })
+				b := replicaWith(t, url, name, envOptions{roots: []string{root}, lease: lease}, nil)
+				a.root = root
+				crashAndRetry(t, a, b, era, httpT, func(crashed time.Time) {
+					// The lease began inside the crashed call, before it returned.
+					time.Sleep(time.Until(crashed.Add(lease + 10*time.Millisecond)))
+				})
+			})
+		}
+	}
 }
 
 // Two replicas behind a load balancer, one shared store: the question is
@@ -85,13 +121,14 @@ func TestReplicasShareStore(t *testing.T) {
 				}
 				sessions = append(sessions, r.connect(clientOptions{transport: httpT, manual: true, answer: accept()}))
 			}
-			raceOnce(t, sessions, g, state)
+			raceOnce(t, []*env{a, b}, sessions, g, state)
 		})
 	}
 }
 
 // A replica restarted between question and answer (same keys, same shared
-// store) still honours the approval, exactly once.
+// store) still honours the approval, exactly once; a replay afterwards gets
+// the recorded result and deletes nothing.
 func TestRestartKeepsApproval(t *testing.T) {
 	for kind, url := range sharedStores(t) {
 		t.Run(kind, func(t *testing.T) {
@@ -107,9 +144,10 @@ func TestRestartKeepsApproval(t *testing.T) {
 			cs := after.connect(clientOptions{manual: true, answer: accept()})
 			res, err := retry(cs, f, state, yes())
 			wantDeleted(t, res, err, f)
+			first := text(res)
 			before.file("a.txt", "a")
 			res, err = retry(cs, f, state, yes())
-			wantToolRefusal(t, res, err, "already used")
+			wantReplayed(t, res, err, first)
 			wantExists(t, f)
 		})
 	}
