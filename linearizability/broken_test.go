@@ -25,14 +25,20 @@ type broken struct {
 	checkThenAct bool
 	// ignoreExpiry: Spend honours confirmations past their expiry.
 	ignoreExpiry bool
+	// rerun: a Redeem of a confirmation whose outcome is recorded runs
+	// again: it succeeds, as if the approval were new.
+	rerun bool
+	// blindComplete: Complete records its outcome whatever the state and
+	// the lease: no compare-and-set from acting.
+	blindComplete bool
 
 	mu sync.Mutex
 	m  map[ledger.ID]*brokenEntry
 }
 
 type brokenEntry struct {
-	c     ledger.Confirmation
-	state ledger.State
+	ledger.Record
+	leaseEnd time.Time
 }
 
 var _ ledger.Store = (*broken)(nil)
@@ -46,17 +52,33 @@ func (s *broken) Add(_ context.Context, c ledger.Confirmation) error {
 	if _, ok := s.m[c.ID]; ok {
 		return ledger.ErrExists
 	}
-	s.m[c.ID] = &brokenEntry{c: c, state: ledger.Pending}
+	s.m[c.ID] = &brokenEntry{Record: ledger.Record{Confirmation: c, State: ledger.Pending}}
 	return nil
 }
 
-func (s *broken) Spend(_ context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
-	now := time.Now()
+// answer is what a spend of the spent entry e gets at now. s is locked.
+func (e *brokenEntry) answer(now time.Time) (ledger.Record, error) {
+	if e.State == ledger.Acting && !now.Before(e.leaseEnd) {
+		e.State = ledger.InDoubt
+	}
+	switch e.State {
+	case ledger.Cancelled:
+		return ledger.Record{}, ledger.ErrCancelled
+	case ledger.Acting:
+		return e.Record, ledger.ErrInProgress
+	case ledger.Done, ledger.Failed:
+		return e.Record, ledger.ErrDone
+	}
+	return e.Record, ledger.ErrInDoubt
+}
+
+func (s *broken) Spend(_ context.Context, id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
 	s.mu.Lock()
+	now := time.Now() // under the lock, as the in-memory store reads it
 	e, ok := s.m[id]
 	var st ledger.State
 	if ok {
-		st = e.state
+		st = e.State
 	}
 	if !s.checkThenAct {
 		defer s.mu.Unlock()
@@ -65,13 +87,16 @@ func (s *broken) Spend(_ context.Context, id ledger.ID, to ledger.State) (ledger
 	}
 	switch {
 	case !ok:
-		return ledger.Confirmation{}, ledger.ErrUnknown
-	case !s.ignoreExpiry && !now.Before(e.c.Expires):
-		return ledger.Confirmation{}, ledger.ErrExpired
-	case st == ledger.Redeemed:
-		return ledger.Confirmation{}, ledger.ErrSpent
-	case st == ledger.Cancelled:
-		return ledger.Confirmation{}, ledger.ErrCancelled
+		return ledger.Record{}, ledger.ErrUnknown
+	case s.rerun && to == ledger.Acting && (st == ledger.Done || st == ledger.Failed):
+	case st != ledger.Pending:
+		if s.checkThenAct {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+		}
+		return e.answer(now)
+	case !s.ignoreExpiry && !now.Before(e.Expires):
+		return ledger.Record{}, ledger.ErrExpired
 	}
 	if s.checkThenAct {
 		// The window between check and act, widened by handing the
@@ -81,8 +106,29 @@ func (s *broken) Spend(_ context.Context, id ledger.ID, to ledger.State) (ledger
 		s.mu.Lock()
 		defer s.mu.Unlock()
 	}
-	e.state = to
-	return e.c, nil
+	e.State, e.leaseEnd, e.Outcome = to, now.Add(lease), ledger.Outcome{}
+	return e.Record, nil
+}
+
+func (s *broken) Complete(_ context.Context, id ledger.ID, o ledger.Outcome) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	e, ok := s.m[id]
+	switch {
+	case !ok:
+		return ledger.ErrUnknown
+	case s.blindComplete:
+	case e.State == ledger.Pending && !now.Before(e.Expires):
+		return ledger.ErrExpired
+	case e.State == ledger.Pending:
+		return ledger.ErrNotActing
+	case e.State != ledger.Acting || !now.Before(e.leaseEnd):
+		_, err := e.answer(now)
+		return err
+	}
+	e.State, e.Outcome = o.Kind.State(), o
+	return nil
 }
 
 // TestBrokenStores is the negative control: the same workload and checker
@@ -98,6 +144,8 @@ func TestBrokenStores(t *testing.T) {
 	}{
 		{"check-then-act", func() ledger.Store { return &broken{checkThenAct: true} }, doubleSpend},
 		{"ignores expiry", func() ledger.Store { return &broken{ignoreExpiry: true} }, spentAfterExpiry},
+		{"replay runs again", func() ledger.Store { return &broken{rerun: true} }, redeemedAfterOutcome},
+		{"complete without compare-and-set", func() ledger.Store { return &broken{blindComplete: true} }, completedOutOfTurn},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,4 +223,50 @@ func spentAfterExpiry(h History) (string, bool) {
 		}
 	}
 	return fmt.Sprintf("%d spends succeeded after their confirmation's expiry", n), n > 0
+}
+
+// redeemedAfterOutcome finds a redeem that succeeded after an outcome of
+// its confirmation had been recorded: a replay that ran again.
+func redeemedAfterOutcome(h History) (string, bool) {
+	recorded := make(map[ledger.ID]int64) // when the first outcome was recorded
+	for _, op := range h.Operations {
+		if in, out := op.Input.(Input), op.Output.(Output); in.Op == OpComplete && out.Result == ledger.ResultOK {
+			if t, ok := recorded[in.ID]; !ok || op.Return < t {
+				recorded[in.ID] = op.Return
+			}
+		}
+	}
+	n := 0
+	for _, op := range h.Operations {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if t, ok := recorded[in.ID]; ok && in.Op == OpRedeem && out.Result == ledger.ResultOK && op.Call > t {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d redeems succeeded after their confirmation's outcome was recorded", n), n > 0
+}
+
+// completedOutOfTurn finds a confirmation with two outcomes recorded, or
+// one recorded without a redeem before it.
+func completedOutOfTurn(h History) (string, bool) {
+	completes, redeems := make(map[ledger.ID]int), make(map[ledger.ID]int)
+	for _, op := range h.Operations {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if out.Result != ledger.ResultOK {
+			continue
+		}
+		switch in.Op {
+		case OpComplete:
+			completes[in.ID]++
+		case OpRedeem:
+			redeems[in.ID]++
+		}
+	}
+	n := 0
+	for id, c := range completes {
+		if c > 1 || redeems[id] == 0 {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d confirmations with two outcomes recorded, or one never redeemed", n), n > 0
 }

@@ -76,9 +76,9 @@ func TestCheck(t *testing.T) {
 
 	// A history whose check takes exponential time: 24 concurrent redeems
 	// answered "cancelled" can be ordered in 2^24 ways after the cancel,
-	// and the one answered "spent" fits none of them.
+	// and the one answered "in progress" fits none of them.
 	t.Run("timed out", func(t *testing.T) {
-		ops := []porcupine.Operation{issue(idA, far, 0, 1, ok), cancel(idA, 2, 100, ok), redeem(idA, 2, 100, spent)}
+		ops := []porcupine.Operation{issue(idA, far, 0, 1, ok), cancel(idA, 2, 100, ok), redeem(idA, 2, 100, progress)}
 		for range 24 {
 			ops = append(ops, redeem(idA, 2, 100, cancelledR))
 		}

@@ -4,16 +4,21 @@ package linearizability
 // HTTP, driven by real go-sdk clients speaking 2026-07-28 multi round-trip
 // requests with the retries done by hand, one ClientSession per goroutine.
 //
-//   issue  = the first round of delete_file on a fresh file (input_required
-//            with a sealed requestState);
-//   redeem = the retry carrying an accept with confirm=true;
-//   cancel = the retry carrying a decline.
+//   issue    = the first round of delete_file on a fresh file (input_required
+//              with a sealed requestState);
+//   redeem   = the retry carrying an accept with confirm=true;
+//   cancel   = the retry carrying a decline;
+//   complete = what the server records after acting, inside the redeem
+//              that acted: recorded beside that redeem, with its window.
 //
 // Each answer is mapped back onto the ledger's vocabulary from the texts of
 // impl/confirm, and the history is checked with the same model as the
-// store-level tests. The filesystem is checked too: a file is gone iff
-// exactly one redeem answered "Deleted" (or, failing that, a redeem's outcome
-// was unknown).
+// store-level tests: a retry answered with the earlier execution's result
+// must carry exactly the outcome the acting redeem recorded. The
+// filesystem is checked too: a file is gone iff exactly one redeem
+// answered "Deleted" unmarked (or, failing that, a redeem's outcome was
+// unknown), and a retry answered "Deleted", marked as the earlier
+// execution's, only for a file that is gone.
 
 import (
 	"bytes"
@@ -115,8 +120,9 @@ type approval struct {
 	racers atomic.Int32 // retries in flight
 	// deleted counts "Deleted" answers, notDeleted the redeems the ledger
 	// let through but the tool then refused or failed (the file was gone
-	// or changed), and unknownRedeems the redeems whose outcome is unknown.
-	deleted, notDeleted, unknownRedeems atomic.Int32
+	// or changed), unknownRedeems the redeems whose outcome is unknown,
+	// and replayed the retries answered "Deleted" from the record.
+	deleted, notDeleted, unknownRedeems, replayed atomic.Int32
 }
 
 // claim takes one of the approval's racer slots, if one is free.
@@ -224,7 +230,8 @@ func connectMRTR(ctx context.Context, url string, loss *lossyHTTP) (*mcp.ClientS
 // before they are sent and some replies after the server has answered —
 // the caller sees an error either way and cannot tell which: every 37th
 // request, every 41st reply, and the reply of every 4th deletion (so that
-// some deletions surely go unseen). Faults are deterministic in the count
+// some deletions surely go unseen, and their retries are answered from the
+// record). Faults are deterministic in the count
 // of calls over all sessions, not random.
 type lossyHTTP struct {
 	armed                     atomic.Bool // set once every session is connected
@@ -266,7 +273,8 @@ func (l lossyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	deleted := bytes.Contains(body, []byte(`Deleted `)) && l.loss.deletions.Add(1)%4 == 0
+	deleted := bytes.Contains(body, []byte(`Deleted `)) && !bytes.Contains(body, []byte(`earlier execution`)) &&
+		l.loss.deletions.Add(1)%4 == 0
 	if n%41 == 0 || deleted {
 		l.loss.lostReplies.Add(1)
 		return nil, errLostReply
@@ -344,9 +352,17 @@ func recordEndToEnd(t *testing.T, s e2eSetup) (History, *e2eRun) {
 	h.Goroutines = goroutines
 	t.Logf("%d sessions over %d replica(s) connected in %v; %d operations recorded in %v (%.0f/s); %d outcomes unknown",
 		goroutines, len(urls), connected.Round(time.Millisecond), len(h.Operations), elapsed.Round(time.Millisecond),
-		float64(len(h.Operations))/elapsed.Seconds(), r.unknown.Load())
-	if ctx.Err() != nil || len(h.Operations) != operations {
-		t.Fatalf("recorded %d of %d operations (%v); budget %v", len(h.Operations), operations, ctx.Err(), e2eBudget)
+		float64(operations)/elapsed.Seconds(), r.unknown.Load())
+	// Besides the clients' calls, the history holds the Complete each
+	// redeem that acted made inside its call.
+	calls := len(h.Operations)
+	for _, op := range h.Operations {
+		if op.Input.(Input).Op == OpComplete {
+			calls--
+		}
+	}
+	if ctx.Err() != nil || calls != operations {
+		t.Fatalf("recorded %d of %d calls (%v); budget %v", calls, operations, ctx.Err(), e2eBudget)
 	}
 	return h, r
 }
@@ -383,11 +399,11 @@ func (r *e2eRun) issue(ctx context.Context, cs *mcp.ClientSession, replica int, 
 	// The server sets the expiry inside the call; now+TTL is a lower
 	// bound of it, far beyond the end of the run either way.
 	var state string
-	c.Do(OpIssue, a.id, time.Now().Add(e2eTTL), func() (ledger.Confirmation, error) {
+	c.Do(Call{Op: OpIssue, ID: a.id, Expires: time.Now().Add(e2eTTL)}, func() (ledger.Record, error) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": path}})
 		var outcome error
 		state, outcome = r.asked(res, err)
-		return ledger.Confirmation{}, outcome
+		return ledger.Record{}, outcome
 	})
 	if state != "" {
 		a.state = state
@@ -422,21 +438,29 @@ func (r *e2eRun) asked(res *mcp.CallToolResult, err error) (string, error) {
 }
 
 // spend retries a's question with an accept (OpRedeem) or a decline
-// (OpCancel).
+// (OpCancel). A redeem that acted (or may have) is followed, in the
+// history, by the Complete the server made inside it.
 func (r *e2eRun) spend(ctx context.Context, cs *mcp.ClientSession, replica int, c *Client, a *approval, op Op) {
-	answer := &mcp.ElicitResult{Action: "decline"}
+	reply := &mcp.ElicitResult{Action: "decline"}
+	call := Call{Op: op, ID: a.id}
 	if op == OpRedeem {
-		answer = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
+		reply = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
+		call.Lease = ledger.DefaultLease // the servers'
 	}
-	_, err := c.Do(op, a.id, time.Time{}, func() (ledger.Confirmation, error) {
+	var ans answer
+	_, err := c.Do(call, func() (ledger.Record, error) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{
 			Name:           "delete_file",
 			Arguments:      map[string]any{"path": a.path},
-			InputResponses: mcp.InputResponseMap{confirm.InputID: answer},
+			InputResponses: mcp.InputResponseMap{confirm.InputID: reply},
 			RequestState:   a.state,
 		})
-		return r.answered(op, a, res, err)
+		ans = r.answered(op, a, res, err)
+		return ans.rec, ans.err
 	})
+	if ans.acted != nil {
+		c.Also(*ans.acted, ans.actedErr)
+	}
 	if replica != a.replica {
 		r.crossSpends.Add(1)
 		if err == nil {
@@ -445,15 +469,42 @@ func (r *e2eRun) spend(ctx context.Context, cs *mcp.ClientSession, replica int, 
 	}
 }
 
+// tagDeleted names, in the history, the outcome of a successful deletion:
+// "Deleted" and the approval's own file, whatever the exact text.
+const tagDeleted = 1
+
+// replayNote ends the note impl/confirm puts before a result given back
+// from the record.
+const replayNote = "Nothing was run again."
+
+// An answer is a retry's answer in the ledger's vocabulary: the record and
+// error a store would have returned and, for a redeem that acted or may
+// have (its outcome is unknown), the Complete the server made inside it,
+// with actedErr nil if it is known to have happened.
+type answer struct {
+	rec      ledger.Record
+	err      error
+	acted    *Call
+	actedErr error
+}
+
 // answered maps the answer to a retry onto the ledger's results, by the
 // texts of impl/confirm.
-func (r *e2eRun) answered(op Op, a *approval, res *mcp.CallToolResult, err error) (ledger.Confirmation, error) {
-	unknown := func(err error) (ledger.Confirmation, error) {
+func (r *e2eRun) answered(op Op, a *approval, res *mcp.CallToolResult, err error) answer {
+	completed := func(kind ledger.OutcomeKind, tag uint64) *Call {
+		return &Call{Op: OpComplete, ID: a.id, Kind: kind, Tag: tag}
+	}
+	unknown := func(err error, lost bool) answer {
 		r.unknown.Add(1)
-		if op == OpRedeem {
-			a.unknownRedeems.Add(1)
+		if op != OpRedeem {
+			return answer{err: err}
 		}
-		return ledger.Confirmation{}, err
+		a.unknownRedeems.Add(1)
+		if !lost {
+			return answer{err: err} // the server knew the ledger failed: it did not act
+		}
+		// The server may have redeemed, deleted and recorded it.
+		return answer{err: err, acted: completed(ledger.OutcomeDone, tagDeleted), actedErr: err}
 	}
 	if err != nil {
 		// A JSON-RPC error from the server is the boundary refusing the
@@ -465,48 +516,75 @@ func (r *e2eRun) answered(op Op, a *approval, res *mcp.CallToolResult, err error
 		if errors.As(err, &werr) && werr.Code != codeRejectedByTransport {
 			r.problem("%s of %s: JSON-RPC error %d %q", op, filepath.Base(a.path), werr.Code, werr.Message)
 		}
-		return unknown(fmt.Errorf("%s, outcome unknown: %w", op, err))
+		return unknown(fmt.Errorf("%s, outcome unknown: %w", op, err), true)
 	}
 	msg := resultText(res)
+	name := filepath.Base(a.path)
+	done := func(kind ledger.OutcomeKind, tag uint64) answer {
+		return answer{rec: ledger.Record{Outcome: ledger.Outcome{Kind: kind, Result: TagResult(tag)}}, err: ledger.ErrDone}
+	}
+	acted := func(kind ledger.OutcomeKind, tag uint64) answer {
+		return answer{rec: ledger.Record{Confirmation: ledger.Confirmation{ID: a.id}}, acted: completed(kind, tag)}
+	}
 	switch {
 	case res.NeedsInput():
+	case op == OpRedeem && strings.Contains(msg, "earlier execution"):
+		_, original, _ := strings.Cut(msg, replayNote)
+		if !res.IsError && strings.HasPrefix(original, "Deleted ") {
+			a.replayed.Add(1)
+			if !strings.Contains(original, name) {
+				// Another confirmation's result, which the model refuses.
+				r.problem("redeem of %s answered with another's result: %q", name, msg)
+				return done(ledger.OutcomeDone, tagDeleted+1)
+			}
+			return done(ledger.OutcomeDone, tagDeleted)
+		}
+		if res.IsError {
+			return done(ledger.OutcomeFailed, ResultTag([]byte(original)))
+		}
 	case !res.IsError && op == OpRedeem && strings.HasPrefix(msg, "Deleted "):
 		a.deleted.Add(1)
-		if !strings.Contains(msg, filepath.Base(a.path)) {
+		if !strings.Contains(msg, name) {
 			// Report another confirmation than the one asked about, which
 			// the model refuses as a successful spend.
-			r.problem("redeem of %s deleted something else: %q", filepath.Base(a.path), msg)
-			return ledger.Confirmation{}, nil
+			r.problem("redeem of %s deleted something else: %q", name, msg)
+			return answer{}
 		}
-		return ledger.Confirmation{ID: a.id}, nil
+		return acted(ledger.OutcomeDone, tagDeleted)
 	case !res.IsError && op == OpCancel && msg == "Not confirmed: nothing was done.":
-		return ledger.Confirmation{ID: a.id}, nil
+		return answer{rec: ledger.Record{Confirmation: ledger.Confirmation{ID: a.id}}}
 	case res.IsError:
 		switch {
-		case strings.Contains(msg, "already used"):
-			return ledger.Confirmation{}, ledger.ErrSpent
+		case strings.Contains(msg, "being acted on right now"),
+			op == OpCancel && strings.Contains(msg, "already approved, and the action is in progress"):
+			return answer{err: ledger.ErrInProgress}
+		case op == OpCancel && strings.Contains(msg, "already approved and acted on"):
+			return answer{err: ledger.ErrDone} // the answer does not say which outcome
+		case strings.Contains(msg, "may or may not have happened"):
+			return answer{err: ledger.ErrInDoubt}
 		case strings.Contains(msg, "declined earlier"):
-			return ledger.Confirmation{}, ledger.ErrCancelled
+			return answer{err: ledger.ErrCancelled}
 		case strings.Contains(msg, "has expired"):
-			return ledger.Confirmation{}, ledger.ErrExpired
+			return answer{err: ledger.ErrExpired}
 		case strings.Contains(msg, "no record of this confirmation"):
 			r.noRecord.Add(1)
-			return ledger.Confirmation{}, ledger.ErrUnknown
+			return answer{err: ledger.ErrUnknown}
 		case strings.Contains(msg, "ledger is unavailable"):
-			return unknown(errLedgerUnavailable)
+			return unknown(errLedgerUnavailable, false)
 		case op == OpRedeem && (strings.Contains(msg, "changed after it was approved") ||
 			strings.Contains(msg, "replaced or modified after it was approved") ||
 			strings.Contains(msg, "approved action failed")):
 			// The tool acts only after the ledger redeemed: this is a
 			// successful redeem whose file was gone (or went while it
 			// acted) — nothing else touches the files, so another redeem
-			// got there first, which the model refuses.
+			// got there first, which the model refuses. The failure is
+			// recorded, and retries get it back.
 			a.notDeleted.Add(1)
-			return ledger.Confirmation{ID: a.id}, nil
+			return acted(ledger.OutcomeFailed, ResultTag([]byte(msg)))
 		}
 	}
-	r.problem("unexpected answer to a %s of %s: %s", op, filepath.Base(a.path), describeResult(res))
-	return unknown(fmt.Errorf("unexpected answer %q", msg))
+	r.problem("unexpected answer to a %s of %s: %s", op, name, describeResult(res))
+	return unknown(fmt.Errorf("unexpected answer %q", msg), false)
 }
 
 // fileReport is what the filesystem and the answers say about the approvals.
@@ -515,6 +593,8 @@ type fileReport struct {
 	// deletedUnseen counts deleted files with no "Deleted" answer: a
 	// redeem's reply was lost.
 	deletedUnseen int
+	// replayed counts retries answered "Deleted" from the record.
+	replayed int
 	// notDeleted counts redeems the ledger let through but the tool
 	// refused or failed, and redeemedTwice the files with more than one
 	// successful redeem ("Deleted" answers and those).
@@ -523,7 +603,8 @@ type fileReport struct {
 
 // checkFiles checks the filesystem against the answers: a file is gone iff
 // exactly one redeem answered "Deleted" — or none did and a redeem's
-// outcome is unknown (it may have deleted the file with its reply lost).
+// outcome is unknown (it may have deleted the file with its reply lost) —
+// and a retry was answered "Deleted" from the record only if it is gone.
 // Files are never recreated, so a second successful redeem cannot delete
 // a second time: it shows as a redeem the tool refused or failed, counted
 // in notDeleted and redeemedTwice for the caller to judge.
@@ -547,7 +628,10 @@ func (r *e2eRun) checkFiles(t *testing.T) fileReport {
 			t.Errorf("%s: a redeem answered Deleted but the file exists", name)
 		case d == 0 && gone && a.unknownRedeems.Load() == 0:
 			t.Errorf("%s: gone, but no redeem answered Deleted and none had an unknown outcome", name)
+		case a.replayed.Load() > 0 && !gone:
+			t.Errorf("%s: %d retries were answered Deleted from the record, but the file exists", name, a.replayed.Load())
 		}
+		fs.replayed += int(a.replayed.Load())
 		nd := int(a.notDeleted.Load())
 		fs.notDeleted += nd
 		if int(d)+nd > 1 {
@@ -589,7 +673,9 @@ func coveredEndToEnd(t *testing.T, h History, f fileReport) {
 		{"questions asked", st.Results[OpIssue][ledger.ResultOK]},
 		{"redeems", st.Results[OpRedeem][ledger.ResultOK]},
 		{"cancels", st.Results[OpCancel][ledger.ResultOK]},
-		{"retries refused as already used", spends(ledger.ResultSpent)},
+		{"outcomes recorded", st.Results[OpComplete][ledger.ResultOK]},
+		{"retries answered with the earlier execution's result", st.Results[OpRedeem][ledger.ResultDone]},
+		{"retries answered Deleted from the record", f.replayed},
 		{"retries refused as declined earlier", spends(ledger.ResultCancelled)},
 		{"files deleted", f.deleted},
 		{"files kept", f.kept},
@@ -639,8 +725,10 @@ func TestEndToEndLostReplies(t *testing.T) {
 	if loss.lostRequests.Load() == 0 || loss.lostReplies.Load() == 0 || st.Unknown == 0 {
 		t.Fatalf("no faults injected: %v", st)
 	}
-	if int(r.unknown.Load()) != st.Unknown {
-		t.Errorf("%d calls failed, %d operations recorded with an unknown outcome", r.unknown.Load(), st.Unknown)
+	// Each call that failed is one operation with an unknown outcome; a
+	// redeem lost in transit adds the Complete it may have made.
+	if unknownCalls := st.Unknown - st.Results[OpComplete][ledger.ResultError]; int(r.unknown.Load()) != unknownCalls {
+		t.Errorf("%d calls failed, %d recorded with an unknown outcome", r.unknown.Load(), unknownCalls)
 	}
 	f.redeemedOnce(t)
 	coveredEndToEnd(t, h, f)
@@ -724,7 +812,7 @@ func checkEndToEndShared(t *testing.T, url, name string) {
 
 // TestEndToEndControls are the negative controls at this level: the same
 // clients, mapping and checker must reject a server that is not one
-// at-most-once ledger, for the right reason.
+// ledger answering each approval once, for the right reason.
 func TestEndToEndControls(t *testing.T) {
 	// A server whose ledger spends by check-then-act (see broken): some
 	// approvals are redeemed twice, or redeemed and cancelled. The tool's
@@ -742,6 +830,29 @@ func TestEndToEndControls(t *testing.T) {
 		if !ok {
 			t.Fatalf("the defect never showed in the history: %v", h.Stats())
 		}
+		wantIllegal(t, h, func(part []porcupine.Operation) bool { _, ok := doubleSpend(History{Operations: part}); return ok })
+	})
+
+	// A server whose ledger answers a retry of a done approval by letting
+	// it run again (see broken): the tool's re-check of the file refuses
+	// the second deletion, so the filesystem alone would not show the
+	// defect; the history does — a second successful redeem after the
+	// first one's outcome was recorded.
+	t.Run("replay runs again", func(t *testing.T) {
+		const goroutines, operations = 64, 2_000
+		root := t.TempDir()
+		url := startReplica(t, "mcp-confirm-e2e-"+randomName(t), newKeys(t), root, &broken{rerun: true})
+		h, r := recordEndToEnd(t, e2eSetup{urls: []string{url}, root: root, goroutines: goroutines, operations: operations})
+		f := r.checkFiles(t)
+		what, ok := redeemedAfterOutcome(h)
+		t.Logf("%d files deleted, %d kept; %d redeems let through by the ledger deleted nothing; %s",
+			f.deleted, f.kept, f.notDeleted, what)
+		if !ok {
+			t.Fatalf("the defect never showed in the history: %v", h.Stats())
+		}
+		// Every approval without a linearization was redeemed twice: by
+		// its first retry, and by a replay that ran again (after the
+		// outcome was recorded, or while it was being recorded).
 		wantIllegal(t, h, func(part []porcupine.Operation) bool { _, ok := doubleSpend(History{Operations: part}); return ok })
 	})
 

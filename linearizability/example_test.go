@@ -39,20 +39,25 @@ func ExampleClient_Do() {
 	c := rec.Client()
 
 	conf := ledger.Confirmation{ID: ledger.ID{1}, Tool: "delete_file", Expires: time.Now().Add(time.Minute)}
-	_, err := c.Do(linearizability.OpIssue, conf.ID, conf.Expires, func() (ledger.Confirmation, error) {
-		return ledger.Confirmation{}, store.Add(ctx, conf)
+	_, err := c.Do(linearizability.Call{Op: linearizability.OpIssue, ID: conf.ID, Expires: conf.Expires}, func() (ledger.Record, error) {
+		return ledger.Record{}, store.Add(ctx, conf)
 	})
 	fmt.Println("issue:", ledger.ResultOf(err))
-	for range 2 {
-		_, err := c.Do(linearizability.OpRedeem, conf.ID, time.Time{}, func() (ledger.Confirmation, error) {
-			return l.Redeem(ctx, conf.ID)
-		})
-		fmt.Println("redeem:", ledger.ResultOf(err))
-	}
+	redeem := linearizability.Call{Op: linearizability.OpRedeem, ID: conf.ID, Lease: l.Lease()}
+	_, err = c.Do(redeem, func() (ledger.Record, error) { return l.Redeem(ctx, conf.ID) })
+	fmt.Println("redeem:", ledger.ResultOf(err))
+	// The action ran; what it returned is recorded, and a retry gets it.
+	_, err = c.Do(linearizability.Call{Op: linearizability.OpComplete, ID: conf.ID, Kind: ledger.OutcomeDone, Tag: 7}, func() (ledger.Record, error) {
+		return ledger.Record{}, l.Complete(ctx, conf.ID, ledger.OutcomeDone, linearizability.TagResult(7))
+	})
+	fmt.Println("complete:", ledger.ResultOf(err))
+	r, err := c.Do(redeem, func() (ledger.Record, error) { return l.Redeem(ctx, conf.ID) })
+	fmt.Println("redeem again:", ledger.ResultOf(err), linearizability.ResultTag(r.Outcome.Result))
 	fmt.Println(linearizability.Verify(rec.History(), 0).Result)
 	// Output:
 	// issue: ok
 	// redeem: ok
-	// redeem: spent
+	// complete: ok
+	// redeem again: done 7
 	// Ok
 }

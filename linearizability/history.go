@@ -105,73 +105,116 @@ func (r *Recorder) History() History {
 // a new ClientId, because that operation stays pending to the end of the
 // history and would otherwise overlap the client's next ones.
 type Client struct {
-	r  *Recorder
-	id int // -1: take a new one at the next operation
+	r    *Recorder
+	id   int      // -1: take a new one at the next operation
+	last [2]int64 // call and return times of the last operation
 }
 
 // Issue records s.Add(ctx, conf).
 func (c *Client) Issue(ctx context.Context, s ledger.Store, conf ledger.Confirmation) error {
-	_, err := c.Do(OpIssue, conf.ID, conf.Expires, func() (ledger.Confirmation, error) {
-		return ledger.Confirmation{}, s.Add(ctx, conf)
+	_, err := c.Do(Call{Op: OpIssue, ID: conf.ID, Expires: conf.Expires}, func() (ledger.Record, error) {
+		return ledger.Record{}, s.Add(ctx, conf)
 	})
 	return err
 }
 
-// Redeem records s.Spend(ctx, id, ledger.Redeemed).
-func (c *Client) Redeem(ctx context.Context, s ledger.Store, id ledger.ID) (ledger.Confirmation, error) {
-	return c.Do(OpRedeem, id, time.Time{}, func() (ledger.Confirmation, error) {
-		return s.Spend(ctx, id, ledger.Redeemed)
+// Redeem records s.Spend(ctx, id, ledger.Acting, lease).
+func (c *Client) Redeem(ctx context.Context, s ledger.Store, id ledger.ID, lease time.Duration) (ledger.Record, error) {
+	return c.Do(Call{Op: OpRedeem, ID: id, Lease: lease}, func() (ledger.Record, error) {
+		return s.Spend(ctx, id, ledger.Acting, lease)
 	})
 }
 
-// Cancel records s.Spend(ctx, id, ledger.Cancelled).
-func (c *Client) Cancel(ctx context.Context, s ledger.Store, id ledger.ID) (ledger.Confirmation, error) {
-	return c.Do(OpCancel, id, time.Time{}, func() (ledger.Confirmation, error) {
-		return s.Spend(ctx, id, ledger.Cancelled)
+// Cancel records s.Spend(ctx, id, ledger.Cancelled, 0).
+func (c *Client) Cancel(ctx context.Context, s ledger.Store, id ledger.ID) (ledger.Record, error) {
+	return c.Do(Call{Op: OpCancel, ID: id}, func() (ledger.Record, error) {
+		return s.Spend(ctx, id, ledger.Cancelled, 0)
 	})
 }
 
-// Do records one operation performed by call, over any transport (a store,
-// a ledger, an MCP server): op on confirmation id (expires is the expiry
-// being issued, for OpIssue only). call must report the outcome with the
-// ledger's sentinel errors; any other error means the outcome is unknown,
-// and the operation is recorded as pending until the end of the history —
-// it may take effect at any later time — never dropped. Do returns what
-// call returned.
-func (c *Client) Do(op Op, id ledger.ID, expires time.Time, call func() (ledger.Confirmation, error)) (ledger.Confirmation, error) {
-	if op != OpIssue && op != OpRedeem && op != OpCancel {
-		return ledger.Confirmation{}, fmt.Errorf("linearizability: invalid operation %v", op)
-	}
-	r := c.r
-	in := Input{Op: op, ID: id}
-	if op == OpIssue {
-		in.Expires = r.At(expires)
+// Complete records s.Complete of an outcome of kind whose result is
+// [TagResult](tag).
+func (c *Client) Complete(ctx context.Context, s ledger.Store, id ledger.ID, kind ledger.OutcomeKind, tag uint64) error {
+	_, err := c.Do(Call{Op: OpComplete, ID: id, Kind: kind, Tag: tag}, func() (ledger.Record, error) {
+		r := TagResult(tag)
+		return ledger.Record{}, s.Complete(ctx, id, ledger.Outcome{Kind: kind, Result: r, Size: int64(len(r))})
+	})
+	return err
+}
+
+// A Call is what an operation asks for: op on confirmation id, with the
+// expiry being issued (OpIssue), the lease asked for (OpRedeem), or the
+// outcome recorded (OpComplete: its kind, and the tag naming its result).
+type Call struct {
+	Op      Op
+	ID      ledger.ID
+	Expires time.Time
+	Lease   time.Duration
+	Kind    ledger.OutcomeKind
+	Tag     uint64
+}
+
+// Do records one operation performed by f, over any transport (a store,
+// a ledger, an MCP server). f must report the outcome with the ledger's
+// sentinel errors and, for a spend, the record: the confirmation's id on
+// success, the outcome (its Result a tag, see [ResultTag]) with
+// ledger.ErrDone. Any other error means the outcome is unknown, and the
+// operation is recorded as pending until the end of the history — it may
+// take effect at any later time — never dropped. Do returns what f
+// returned.
+func (c *Client) Do(call Call, f func() (ledger.Record, error)) (ledger.Record, error) {
+	if call.Op < OpIssue || call.Op > OpComplete {
+		return ledger.Record{}, fmt.Errorf("linearizability: invalid operation %v", call.Op)
 	}
 	if c.id < 0 {
-		c.id = r.newClientID()
+		c.id = c.r.newClientID()
 	}
-	begin := r.now()
-	conf, err := call()
-	end := r.now()
+	begin := c.r.now()
+	rec, err := f()
+	end := c.r.now()
+	c.last = [2]int64{begin, end}
+	c.add(call, begin, end, rec, err)
+	return rec, err
+}
 
+// Also records, under a ClientId of its own, an operation that took place
+// inside this client's last one, unseen: for a server, the Complete that
+// its call made after acting. err is what its outcome is known to be: nil
+// if the last operation showed it happened, an error if its outcome is
+// unknown.
+func (c *Client) Also(call Call, err error) {
+	other := c.r.Client()
+	other.id = c.r.newClientID()
+	other.add(call, c.last[0], c.last[1], ledger.Record{}, err)
+}
+
+// add records one operation of c called at begin, returning rec, err at end.
+func (c *Client) add(call Call, begin, end int64, rec ledger.Record, err error) {
+	r := c.r
+	in := Input{Op: call.Op, ID: call.ID, Lease: int64(call.Lease), Kind: call.Kind, Tag: call.Tag}
+	if call.Op == OpIssue {
+		in.Expires = r.At(call.Expires)
+	}
 	out := Output{Result: ledger.ResultOf(err)}
-	if out.Result == ledger.ResultOK && op != OpIssue {
-		out.ID = conf.ID
+	switch {
+	case out.Result == ledger.ResultOK && (call.Op == OpRedeem || call.Op == OpCancel):
+		out.ID = rec.ID
+	case out.Result == ledger.ResultDone && rec.Outcome.Kind != 0:
+		out.Kind, out.Tag = rec.Outcome.Kind, ResultTag(rec.Outcome.Result)
 	}
 	in.From, in.To = begin-r.skew, addSat(end, r.skew)
-	rec := porcupine.Operation{ClientId: c.id, Call: begin, Output: out, Return: end}
+	op := porcupine.Operation{ClientId: c.id, Call: begin, Output: out, Return: end}
 	if out.Result == ledger.ResultError {
 		// As etcd's robustness tests do: the request may still be in
 		// flight and take effect at any later time, so it returns "at the
 		// end of time", and this client continues under a new id.
-		rec.Return, in.To = math.MaxInt64, math.MaxInt64
+		op.Return, in.To = math.MaxInt64, math.MaxInt64
 		c.id = -1
 	}
-	rec.Input = in
+	op.Input = in
 	r.mu.Lock()
-	r.ops = append(r.ops, rec)
+	r.ops = append(r.ops, op)
 	r.mu.Unlock()
-	return conf, err
 }
 
 // addSat returns a+b (b ≥ 0), saturating at math.MaxInt64.
@@ -208,11 +251,19 @@ type Stats struct {
 	// the end of the history).
 	Unknown int
 	// Straddling is how many spends that returned had a decision window
-	// containing their confirmation's expiry, so either side was allowed.
-	Straddling int
-	// Crossed is how many confirmations got answers from both sides of
-	// their expiry: ok, spent or cancelled before it, expired after it.
+	// containing their confirmation's expiry, so either side was allowed;
+	// StraddlingWon how many of them succeeded (decided before it), and
+	// StraddlingExpired how many were refused as expired (at or after it).
+	Straddling, StraddlingWon, StraddlingExpired int
+	// Crossed is how many confirmations, spent before their expiry, were
+	// answered from their record after it: a spend called after the
+	// expiry answered in progress, done, in doubt or cancelled (only a
+	// pending confirmation expires).
 	Crossed int
+	// LeaseCrossed is how many redeemed confirmations got answers from
+	// both sides of their lease's end and recorded no outcome: in progress
+	// before it, in doubt after it.
+	LeaseCrossed int
 	// Overlap is the most operations on one confirmation in flight at the
 	// same instant (operations with unknown outcome excluded): how hard
 	// the goroutines actually raced.
@@ -246,22 +297,39 @@ func (h History) Stats() Stats {
 		if out.Result == ledger.ResultError {
 			st.Unknown++
 		}
-		if e, ok := expiry[in.ID]; ok && in.Op != OpIssue && out.Result != ledger.ResultError && in.From < e && e <= in.To {
+		if e, ok := expiry[in.ID]; ok && (in.Op == OpRedeem || in.Op == OpCancel) && out.Result != ledger.ResultError && in.From < e && e <= in.To {
 			st.Straddling++
+			switch out.Result {
+			case ledger.ResultOK:
+				st.StraddlingWon++
+			case ledger.ResultExpired:
+				st.StraddlingExpired++
+			}
 		}
 	}
 	for _, part := range Partition(h.Operations) {
 		st.Overlap = max(st.Overlap, overlap(part))
-		var before, after bool
+		var inProgress, inDoubt, completed, crossed bool
 		for _, op := range part {
+			in := op.Input.(Input)
+			switch r := op.Output.(Output).Result; r {
+			case ledger.ResultInProgress, ledger.ResultDone, ledger.ResultInDoubt, ledger.ResultCancelled:
+				e, ok := expiry[in.ID]
+				crossed = crossed || ok && (in.Op == OpRedeem || in.Op == OpCancel) && in.From >= e
+			}
 			switch op.Output.(Output).Result {
-			case ledger.ResultOK, ledger.ResultSpent, ledger.ResultCancelled:
-				before = before || op.Input.(Input).Op != OpIssue
-			case ledger.ResultExpired:
-				after = true
+			case ledger.ResultOK:
+				completed = completed || in.Op == OpComplete
+			case ledger.ResultInProgress:
+				inProgress = true
+			case ledger.ResultInDoubt:
+				inDoubt = true
 			}
 		}
-		if before && after {
+		if inProgress && inDoubt && !completed {
+			st.LeaseCrossed++
+		}
+		if crossed {
 			st.Crossed++
 		}
 	}
@@ -301,7 +369,7 @@ func (s Stats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d operations, %d goroutines, %d clients, %d partitions (confirmation ids)",
 		s.Operations, s.Goroutines, s.Clients, s.Partitions)
-	for _, op := range []Op{OpIssue, OpRedeem, OpCancel} {
+	for _, op := range []Op{OpIssue, OpRedeem, OpCancel, OpComplete} {
 		rs := s.Results[op]
 		var parts []string
 		for r, n := range rs {
@@ -310,7 +378,7 @@ func (s Stats) String() string {
 		sort.Strings(parts)
 		fmt.Fprintf(&b, "; %s: %s", op, strings.Join(parts, ", "))
 	}
-	fmt.Fprintf(&b, "; %d outcomes unknown; %d confirmations answered across their expiry, %d spends straddling it; up to %d operations in flight on one confirmation",
-		s.Unknown, s.Crossed, s.Straddling, s.Overlap)
+	fmt.Fprintf(&b, "; %d outcomes unknown; %d spends straddling their confirmation's expiry (%d won, %d expired); %d confirmations answered from their record after their expiry, %d across their lease's end; up to %d operations in flight on one confirmation",
+		s.Unknown, s.Straddling, s.StraddlingWon, s.StraddlingExpired, s.Crossed, s.LeaseCrossed, s.Overlap)
 	return b.String()
 }

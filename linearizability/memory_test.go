@@ -60,11 +60,19 @@ func covered(t *testing.T, h History) {
 		{"refused duplicate issues", st.Results[OpIssue][ledger.ResultExists]},
 		{"redeemed", st.Results[OpRedeem][ledger.ResultOK]},
 		{"cancelled", st.Results[OpCancel][ledger.ResultOK]},
-		{"refused as spent", spends(ledger.ResultSpent)},
+		{"answered in progress", spends(ledger.ResultInProgress)},
+		{"answered with the recorded outcome", st.Results[OpRedeem][ledger.ResultDone]},
+		{"answered in doubt", spends(ledger.ResultInDoubt)},
 		{"refused as cancelled", spends(ledger.ResultCancelled)},
 		{"refused as expired", spends(ledger.ResultExpired)},
 		{"refused as unknown", spends(ledger.ResultUnknown)},
-		{"confirmations answered across their expiry", st.Crossed},
+		{"outcomes recorded", st.Results[OpComplete][ledger.ResultOK]},
+		{"completes refused as done already", st.Results[OpComplete][ledger.ResultDone]},
+		{"completes refused in doubt", st.Results[OpComplete][ledger.ResultInDoubt]},
+		{"completes refused as not redeemed", st.Results[OpComplete][ledger.ResultNotActing]},
+		{"spends whose window held their confirmation's expiry", st.Straddling},
+		{"confirmations answered from their record after their expiry", st.Crossed},
+		{"confirmations answered across their lease's end", st.LeaseCrossed},
 	} {
 		if want.n == 0 {
 			t.Errorf("workload exercised no %s: %v", want.what, st)
@@ -118,18 +126,32 @@ func (l *lossy) Add(ctx context.Context, c ledger.Confirmation) error {
 	return err
 }
 
-func (l *lossy) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
+func (l *lossy) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
 	before, after := l.fault()
 	if before {
 		l.lostRequest.Add(1)
-		return ledger.Confirmation{}, errInjected
+		return ledger.Record{}, errInjected
 	}
-	c, err := l.Store.Spend(ctx, id, to)
+	r, err := l.Store.Spend(ctx, id, to, lease)
 	if after {
 		l.lostReply.Add(1)
-		return ledger.Confirmation{}, errInjected
+		return ledger.Record{}, errInjected
 	}
-	return c, err
+	return r, err
+}
+
+func (l *lossy) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) error {
+	before, after := l.fault()
+	if before {
+		l.lostRequest.Add(1)
+		return errInjected
+	}
+	err := l.Store.Complete(ctx, id, o)
+	if after {
+		l.lostReply.Add(1)
+		return errInjected
+	}
+	return err
 }
 
 // TestMemoryLostReplies checks the in-memory store behind a connection

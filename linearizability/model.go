@@ -1,13 +1,15 @@
 // Package linearizability checks that a [ledger.Store] behaves, under
 // concurrency, like the single-threaded specification of spec/Ledger.tla:
-// every history of Issue, Redeem and Cancel calls recorded from many
-// goroutines must be explainable by some order of atomic steps that respects
-// real time (each step happens between its call and its return).
+// every history of Issue, Redeem, Cancel and Complete calls recorded from
+// many goroutines must be explainable by some order of atomic steps that
+// respects real time (each step happens between its call and its return).
 //
 // It has three parts, all usable outside tests:
 //
 //   - [Model]: a porcupine model of one confirmation's life, partitioned by
-//     confirmation id, with expiry decided by the store's clock.
+//     confirmation id, with expiry and the lease decided by the store's
+//     clock, and a retry of a redeemed confirmation answered from its
+//     record.
 //   - [Recorder] and [Client]: record the operations of any number of
 //     goroutines against any store (or, through [Client.Do], any transport
 //     such as an HTTP server), with monotonic call and return times.
@@ -16,23 +18,27 @@
 //     run porcupine on the history.
 //
 // What it guarantees: a history reported [porcupine.Illegal] is a real
-// violation of the at-most-once contract as the model states it (two
-// successful spends of one confirmation, a spend honoured after its expiry
-// or after a cancel, a refusal the state cannot explain) — provided the
-// recorder's skew allowance covers the offset between the store's clock
-// and the recorder's, and the store's expiry rounding. A history reported
-// [porcupine.Ok] only says that this history had an explanation: it is a
-// test, not a proof.
+// violation of the contract as the model states it (two successful spends
+// of one confirmation, a spend honoured after its expiry or after a
+// cancel, two outcomes recorded for one confirmation or one recorded after
+// its lease, a retry answered with another outcome than the one recorded,
+// a refusal the state cannot explain) — provided the recorder's skew
+// allowance covers the offset between the store's clock and the
+// recorder's, and the store's rounding of expiries and leases. A history
+// reported [porcupine.Ok] only says that this history had an explanation:
+// it is a test, not a proof.
 //
 // What it does not check: the caps (ErrFull is accepted anywhere, since a
 // cap counts confirmations of other partitions), the opaque fields of a
 // confirmation (the conformance suite in impl/ledger/ledgertest does), or
 // how long a store remembers an expired confirmation (forgetting it is
-// accepted at any time after its expiry).
+// accepted at any time after its expiry and its lease's end).
 package linearizability
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"time"
 
@@ -45,9 +51,10 @@ import (
 type Op uint8
 
 const (
-	OpIssue  Op = iota + 1 // Store.Add: a new pending confirmation
-	OpRedeem               // Store.Spend(id, Redeemed)
-	OpCancel               // Store.Spend(id, Cancelled)
+	OpIssue    Op = iota + 1 // Store.Add: a new pending confirmation
+	OpRedeem                 // Store.Spend(id, Acting, lease)
+	OpCancel                 // Store.Spend(id, Cancelled, 0)
+	OpComplete               // Store.Complete(id, outcome)
 )
 
 func (o Op) String() string {
@@ -58,6 +65,8 @@ func (o Op) String() string {
 		return "redeem"
 	case OpCancel:
 		return "cancel"
+	case OpComplete:
+		return "complete"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -73,6 +82,12 @@ type Input struct {
 	ID ledger.ID
 	// Expires is, for OpIssue, the confirmation's expiry.
 	Expires int64
+	// Lease is, for OpRedeem, the lease asked for, in nanoseconds.
+	Lease int64
+	// Kind and Tag are, for OpComplete, the outcome recorded: its kind,
+	// and a number naming its result (see [TagResult]).
+	Kind ledger.OutcomeKind
+	Tag  uint64
 	// From and To bound the instant at which the store decided: the call
 	// time minus the allowed clock skew, and the return time plus it.
 	// To is math.MaxInt64 when the outcome is unknown (the store may still
@@ -87,6 +102,25 @@ type Output struct {
 	Result ledger.Result
 	// ID is, for a successful spend, the id of the confirmation returned.
 	ID ledger.ID
+	// Kind and Tag are, for a spend answered done, the recorded outcome it
+	// returned. Zero: the answer did not say (an end-to-end decline).
+	Kind ledger.OutcomeKind
+	Tag  uint64
+}
+
+// TagResult is the result a workload's Complete records for tag: its 8
+// bytes, big-endian, so that an answer names which Complete it came from.
+func TagResult(tag uint64) []byte { return binary.BigEndian.AppendUint64(nil, tag) }
+
+// ResultTag reads a tag back from a recorded result: the number TagResult
+// encoded, or for any other result an FNV-1a hash of it.
+func ResultTag(result []byte) uint64 {
+	if len(result) == 8 {
+		return binary.BigEndian.Uint64(result)
+	}
+	h := fnv.New64a()
+	h.Write(result)
+	return h.Sum64()
 }
 
 // status is where a confirmation is, as far as the history can tell.
@@ -95,10 +129,12 @@ type status uint8
 const (
 	absent    status = iota // never issued (or not yet)
 	pending                 // issued, not spent, not known to be expired
-	redeemed                // spent by a Redeem
+	acting                  // redeemed; its lease may not have ended
+	recorded                // done or failed: its outcome recorded
+	inDoubt                 // redeemed, and an answer said in doubt (or an unknown outcome was recorded)
 	cancelled               // spent by a Cancel
-	expired                 // some operation saw the store's clock at or past the expiry
-	forgotten               // the store dropped it, after its expiry
+	expired                 // pending, and some operation saw the store's clock at or past the expiry
+	forgotten               // the store dropped it, after its expiry (and its lease's end)
 )
 
 func (s status) String() string {
@@ -107,8 +143,12 @@ func (s status) String() string {
 		return "absent"
 	case pending:
 		return "pending"
-	case redeemed:
-		return "redeemed"
+	case acting:
+		return "acting"
+	case recorded:
+		return "recorded"
+	case inDoubt:
+		return "in doubt"
 	case cancelled:
 		return "cancelled"
 	case expired:
@@ -123,11 +163,22 @@ func (s status) String() string {
 type state struct {
 	status  status
 	expires int64 // expiry on the time axis; 0 while absent
+	// leaseFrom and leaseTo bound the end of the lease, once redeemed: the
+	// store set it to its clock plus the lease, at an instant inside the
+	// redeem's window.
+	leaseFrom, leaseTo int64
+	kind               ledger.OutcomeKind // the outcome recorded, if any
+	tag                uint64
 }
 
 func (s state) String() string {
-	if s.status == absent {
+	switch s.status {
+	case absent:
 		return "absent"
+	case acting, inDoubt:
+		return fmt.Sprintf("%s (lease ends in [%s, %s])", s.status, axis(s.leaseFrom), axis(s.leaseTo))
+	case recorded:
+		return fmt.Sprintf("recorded %s #%d", s.kind, s.tag)
 	}
 	return fmt.Sprintf("%s (expires %s)", s.status, axis(s.expires))
 }
@@ -142,26 +193,35 @@ func Model() porcupine.Model {
 // NondeterministicModel returns the model of one confirmation: a partition
 // per confirmation id, each starting absent.
 //
-// States: absent → pending (Issue) → redeemed or cancelled (Spend); any
-// issued state → expired once an operation has observed the store's clock at
-// or past the expiry; any issued state → forgotten when a store that may
-// drop expired entries answers ErrUnknown after the expiry. expired and
-// forgotten are absorbing for spends, because the store's clock never runs
-// backwards: after one operation has seen the confirmation expired, every
-// operation ordered after it must see it expired (or forgotten) too.
+// States: absent → pending (Issue) → acting (Redeem, with a lease) or
+// cancelled (Cancel); acting → recorded (Complete, done or failed, while
+// the lease runs) or in doubt (Complete of an unknown outcome, or an answer
+// after the lease's end). pending → expired once an operation has observed
+// the store's clock at or past the expiry; every other state is answered
+// as it is, whatever the clock. Any issued state → forgotten when a store
+// answers ErrUnknown after the expiry (and after the lease's end, if it
+// was redeemed). expired, in doubt and forgotten are absorbing, because
+// the store's clock never runs backwards.
 //
-// Expiry is decided by the store's clock at an unknown instant inside the
-// operation's [From, To] window. A spend whose window lies wholly before
-// the expiry must be decided on the state (ok, spent, cancelled); one
-// wholly at or after it must answer expired (or unknown, if forgotten); one
-// whose window straddles the expiry may do either, and its answer tells the
-// model which side it fell on. So the answer, not a coin, picks the branch:
-// such an operation is deterministic given its output.
+// A retry of a redeemed confirmation is answered from its record: in
+// progress while the lease may run, in doubt once it may have ended (or
+// an unknown outcome was recorded), and done with exactly the recorded
+// outcome (kind and tag) once one was. A Complete succeeds only on an
+// acting confirmation whose lease may still run: the compare-and-set.
+//
+// Expiry and the lease's end are decided by the store's clock at an
+// unknown instant inside the operation's [From, To] window. An operation
+// whose window lies wholly before the instant must be decided as before
+// it; one wholly at or after it, as after; one whose window straddles it
+// may do either, and its answer tells the model which side it fell on. So
+// the answer, not a coin, picks the branch: such an operation is
+// deterministic given its output.
 //
 // Nondeterminism comes only from operations whose outcome is unknown
 // (Output.Result == ledger.ResultError): an Issue may or may not have
 // added the confirmation, a Spend of a pending one may or may not have spent
-// it; the step returns both states, and later answers prune the set.
+// it, a Complete of an acting one may or may not have recorded its
+// outcome; the step returns both states, and later answers prune the set.
 func NondeterministicModel() porcupine.NondeterministicModel {
 	return porcupine.NondeterministicModel{
 		Partition: Partition,
@@ -172,7 +232,9 @@ func NondeterministicModel() porcupine.NondeterministicModel {
 		Equal: func(a, b any) bool { return a.(state) == b.(state) },
 		Hash: func(s any) uint64 {
 			st := s.(state)
-			return uint64(st.expires)*0x9e3779b97f4a7c15 ^ uint64(st.status)
+			h := uint64(st.expires)*0x9e3779b97f4a7c15 ^ uint64(st.status)
+			h = (h^uint64(st.leaseFrom))*0x9e3779b97f4a7c15 ^ uint64(st.leaseTo)
+			return (h^st.tag)*0x9e3779b97f4a7c15 ^ uint64(st.kind)
 		},
 		DescribeOperation: describeOperation,
 		DescribeState:     func(s any) string { return s.(state).String() },
@@ -183,10 +245,15 @@ func NondeterministicModel() porcupine.NondeterministicModel {
 // operation in returned out; none if that answer was impossible.
 func step(s state, in Input, out Output) []any {
 	issued := s.status != absent && s.status != forgotten
+	redeemed := s.status == acting || s.status == recorded || s.status == inDoubt
 	// live: the store's clock may have read before the expiry;
-	// late: it may have read at or after it.
+	// late: it may have read at or after it. leaseLive and leaseOver: the
+	// same about the end of the lease.
 	live := in.From < s.expires
 	late := in.To >= s.expires
+	leaseLive := in.From < s.leaseTo
+	leaseOver := in.To >= s.leaseFrom
+	with := func(st status) []any { s.status = st; return []any{s} }
 
 	if in.Op == OpIssue {
 		added := state{status: pending, expires: in.Expires}
@@ -213,37 +280,88 @@ func step(s state, in Input, out Output) []any {
 		return nil
 	}
 
-	to := redeemed
-	if in.Op == OpCancel {
-		to = cancelled
-	}
+	// Answers every operation on an issued confirmation may get from its
+	// state.
 	switch out.Result {
-	case ledger.ResultOK:
-		if s.status == pending && live && out.ID == in.ID {
-			return []any{state{status: to, expires: s.expires}}
-		}
-	case ledger.ResultSpent:
-		if s.status == redeemed && live {
+	case ledger.ResultInDoubt:
+		switch {
+		case s.status == inDoubt:
 			return []any{s}
+		case s.status == acting && leaseOver:
+			return with(inDoubt)
 		}
+		return nil
 	case ledger.ResultCancelled:
-		if s.status == cancelled && live {
+		if s.status == cancelled {
 			return []any{s}
 		}
+		return nil
 	case ledger.ResultExpired:
-		if issued && late {
-			return []any{state{status: expired, expires: s.expires}}
+		if (s.status == pending || s.status == expired) && late {
+			return with(expired)
 		}
+		return nil
 	case ledger.ResultUnknown:
 		switch {
 		case s.status == absent:
 			return []any{s}
-		case late: // forgotten after its expiry, and stays forgotten
-			return []any{state{status: forgotten, expires: s.expires}}
+		case late && (!redeemed || leaseOver): // forgotten, and stays forgotten
+			return with(forgotten)
+		}
+		return nil
+	}
+
+	if in.Op == OpComplete {
+		completed := s
+		completed.status, completed.kind, completed.tag = recorded, in.Kind, in.Tag
+		if in.Kind == ledger.OutcomeUnknown {
+			completed.status = inDoubt
+		}
+		switch out.Result {
+		case ledger.ResultOK:
+			if s.status == acting && leaseLive {
+				return []any{completed}
+			}
+		case ledger.ResultDone:
+			if s.status == recorded {
+				return []any{s}
+			}
+		case ledger.ResultNotActing:
+			if s.status == pending && live {
+				return []any{s}
+			}
+		case ledger.ResultError:
+			if s.status == acting && leaseLive {
+				return []any{s, completed}
+			}
+			return []any{s}
+		}
+		return nil
+	}
+
+	spent := s
+	if in.Op == OpRedeem {
+		spent.status = acting
+		spent.leaseFrom, spent.leaseTo = addSat(in.From, in.Lease), addSat(in.To, in.Lease)
+	} else {
+		spent.status = cancelled
+	}
+	switch out.Result {
+	case ledger.ResultOK:
+		if s.status == pending && live && out.ID == in.ID {
+			return []any{spent}
+		}
+	case ledger.ResultInProgress:
+		if s.status == acting && leaseLive {
+			return []any{s}
+		}
+	case ledger.ResultDone:
+		if s.status == recorded && (out.Kind == 0 && out.Tag == 0 || out.Kind == s.kind && out.Tag == s.tag) {
+			return []any{s}
 		}
 	case ledger.ResultError:
 		if s.status == pending && live {
-			return []any{s, state{status: to, expires: s.expires}}
+			return []any{s, spent}
 		}
 		return []any{s}
 	}
@@ -271,16 +389,23 @@ func Partition(history []porcupine.Operation) [][]porcupine.Operation {
 func describeOperation(in, out any) string {
 	i, o := in.(Input), out.(Output)
 	var call string
-	if i.Op == OpIssue {
+	switch i.Op {
+	case OpIssue:
 		call = fmt.Sprintf("issue %s expiring at %s", short(i.ID), axis(i.Expires))
-	} else {
+	case OpRedeem:
+		call = fmt.Sprintf("redeem %s for %s in [%s, %s]", short(i.ID), time.Duration(i.Lease), axis(i.From), axis(i.To))
+	case OpComplete:
+		call = fmt.Sprintf("complete %s %s #%d in [%s, %s]", short(i.ID), i.Kind, i.Tag, axis(i.From), axis(i.To))
+	default:
 		call = fmt.Sprintf("%s %s in [%s, %s]", i.Op, short(i.ID), axis(i.From), axis(i.To))
 	}
 	switch {
 	case o.Result == ledger.ResultError:
 		return call + " → outcome unknown (may or may not have applied)"
-	case o.Result == ledger.ResultOK && i.Op != OpIssue && o.ID != i.ID:
+	case o.Result == ledger.ResultOK && i.Op != OpIssue && i.Op != OpComplete && o.ID != i.ID:
 		return fmt.Sprintf("%s → ok, but returned %s", call, short(o.ID))
+	case o.Result == ledger.ResultDone && o.Kind != 0:
+		return fmt.Sprintf("%s → done: %s #%d", call, o.Kind, o.Tag)
 	}
 	return fmt.Sprintf("%s → %s", call, o.Result)
 }

@@ -48,8 +48,37 @@ func skewed(op porcupine.Operation, skew int64) porcupine.Operation {
 	return op
 }
 
+// lease is the lease of every redeem below but leased's: it ends after
+// every operation.
+const lease = int64(1_000_000)
+
 func redeem(id ledger.ID, call, ret int64, res ledger.Result) porcupine.Operation {
-	return spend(OpRedeem, id, call, ret, res)
+	return leased(id, lease, call, ret, res)
+}
+
+// leased is a redeem of id asking for a lease of l.
+func leased(id ledger.ID, l, call, ret int64, res ledger.Result) porcupine.Operation {
+	op := spend(OpRedeem, id, call, ret, res)
+	in := op.Input.(Input)
+	in.Lease = l
+	op.Input = in
+	return op
+}
+
+// replayed is a redeem of id answered done with the outcome kind #tag.
+func replayed(id ledger.ID, call, ret int64, kind ledger.OutcomeKind, tag uint64) porcupine.Operation {
+	op := redeem(id, call, ret, done)
+	op.Output = Output{Result: done, Kind: kind, Tag: tag}
+	return op
+}
+
+// complete records the outcome kind #tag for id, called at call and
+// returning res at ret.
+func complete(id ledger.ID, kind ledger.OutcomeKind, tag uint64, call, ret int64, res ledger.Result) porcupine.Operation {
+	return porcupine.Operation{
+		Input: Input{Op: OpComplete, ID: id, Kind: kind, Tag: tag, From: call, To: ret},
+		Call:  call, Output: Output{Result: res}, Return: ret,
+	}
 }
 
 func cancel(id ledger.ID, call, ret int64, res ledger.Result) porcupine.Operation {
@@ -58,7 +87,10 @@ func cancel(id ledger.ID, call, ret int64, res ledger.Result) porcupine.Operatio
 
 const (
 	ok         = ledger.ResultOK
-	spent      = ledger.ResultSpent
+	progress   = ledger.ResultInProgress
+	done       = ledger.ResultDone
+	doubt      = ledger.ResultInDoubt
+	notActing  = ledger.ResultNotActing
 	cancelledR = ledger.ResultCancelled
 	expiredR   = ledger.ResultExpired
 	unknown    = ledger.ResultUnknown
@@ -66,6 +98,8 @@ const (
 	exists     = ledger.ResultExists
 	full       = ledger.ResultFull
 	far        = int64(1_000_000) // an expiry after every operation below
+
+	kDone, kFailed, kUnknown = ledger.OutcomeDone, ledger.OutcomeFailed, ledger.OutcomeUnknown
 )
 
 // TestModel checks the model on small histories, legal and illegal side by
@@ -80,15 +114,52 @@ func TestModel(t *testing.T) {
 		want bool // linearizable
 	}{
 		// At most once.
-		{"redeem then spent", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), redeem(idA, 4, 5, spent)}, true},
+		{"redeem then in progress", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), redeem(idA, 4, 5, progress)}, true},
 		{"redeemed twice", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), redeem(idA, 4, 5, ok)}, false},
-		{"racing redeems, one wins", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 6, spent), redeem(idA, 3, 5, ok)}, true},
+		{"racing redeems, one wins", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 6, progress), redeem(idA, 3, 5, ok)}, true},
 		{"racing redeems, both win", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 6, ok), redeem(idA, 3, 5, ok)}, false},
-		{"spent before any redeem", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, spent), redeem(idA, 4, 5, ok)}, false},
+		{"in progress before any redeem", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, progress), redeem(idA, 4, 5, ok)}, false},
 		{"cancel then cancelled", []porcupine.Operation{issue(idA, far, 0, 1, ok), cancel(idA, 2, 3, ok), redeem(idA, 4, 5, cancelledR)}, true},
 		{"redeemed after cancel", []porcupine.Operation{issue(idA, far, 0, 1, ok), cancel(idA, 2, 3, ok), redeem(idA, 4, 5, ok)}, false},
-		{"wrong refusal after cancel", []porcupine.Operation{issue(idA, far, 0, 1, ok), cancel(idA, 2, 3, ok), redeem(idA, 4, 5, spent)}, false},
+		{"wrong refusal after cancel", []porcupine.Operation{issue(idA, far, 0, 1, ok), cancel(idA, 2, 3, ok), redeem(idA, 4, 5, progress)}, false},
 		{"returns another confirmation", []porcupine.Operation{issue(idA, far, 0, 1, ok), wrongID}, false},
+
+		// One answer: a retry gets the outcome recorded, exactly.
+		{"done, then replayed", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 5, ok), replayed(idA, 6, 7, kDone, 7), cancel(idA, 8, 9, done)}, true},
+		{"replayed with another outcome", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 5, ok), replayed(idA, 6, 7, kDone, 8)}, false},
+		{"replayed with another kind", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 5, ok), replayed(idA, 6, 7, kFailed, 7)}, false},
+		{"failed, then replayed", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kFailed, 7, 4, 5, ok), replayed(idA, 6, 7, kFailed, 7)}, true},
+		{"done before it was recorded", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), replayed(idA, 4, 5, kDone, 7), complete(idA, kDone, 7, 6, 7, ok)}, false},
+		{"replay racing the complete", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), replayed(idA, 4, 7, kDone, 7), complete(idA, kDone, 7, 5, 6, ok), redeem(idA, 4, 5, progress)}, true},
+		{"in progress after the outcome", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 5, ok), redeem(idA, 6, 7, progress)}, false},
+		{"replay runs again", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 5, ok), redeem(idA, 6, 7, ok)}, false},
+		{"completed twice", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 5, ok), complete(idA, kFailed, 8, 6, 7, ok)}, false},
+		{"second complete refused", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 5, ok), complete(idA, kFailed, 8, 6, 7, done)}, true},
+		{"racing completes, both win", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 8, ok), complete(idA, kFailed, 8, 5, 7, ok)}, false},
+		{"racing completes, one wins", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 8, done), complete(idA, kFailed, 8, 5, 7, ok), replayed(idA, 9, 10, kFailed, 8)}, true},
+		{"complete before redeem", []porcupine.Operation{issue(idA, far, 0, 1, ok), complete(idA, kDone, 7, 2, 3, notActing), redeem(idA, 4, 5, ok)}, true},
+		{"complete of a pending one accepted", []porcupine.Operation{issue(idA, far, 0, 1, ok), complete(idA, kDone, 7, 2, 3, ok)}, false},
+		{"complete of a cancelled one", []porcupine.Operation{issue(idA, far, 0, 1, ok), cancel(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 5, cancelledR)}, true},
+		{"unknown outcome recorded", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kUnknown, 7, 4, 5, ok), redeem(idA, 6, 7, doubt), complete(idA, kDone, 8, 8, 9, doubt)}, true},
+		{"unknown outcome replayed as done", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kUnknown, 7, 4, 5, ok), replayed(idA, 6, 7, kUnknown, 7)}, false},
+
+		// The lease (ending 100 after the redeem's instant, in [102, 103]
+		// here), decided on the store's clock within [From, To].
+		{"in progress within the lease", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok), redeem(idA, 50, 60, progress)}, true},
+		{"in doubt within the lease", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok), redeem(idA, 50, 60, doubt)}, false},
+		{"in doubt after the lease", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok), redeem(idA, 110, 120, doubt), cancel(idA, 130, 140, doubt)}, true},
+		{"in progress after the lease", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok), redeem(idA, 110, 120, progress)}, false},
+		{"completed after the lease", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok), complete(idA, kDone, 7, 110, 120, ok)}, false},
+		{"late complete refused", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok), complete(idA, kDone, 7, 110, 120, doubt), redeem(idA, 130, 140, doubt)}, true},
+		{"completed within the lease", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok), complete(idA, kDone, 7, 50, 60, ok), replayed(idA, 110, 120, kDone, 7)}, true},
+		{"straddling the lease, in progress", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok), redeem(idA, 95, 110, progress)}, true},
+		{"straddling the lease, in doubt", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok), redeem(idA, 95, 110, doubt)}, true},
+		// In doubt is for good: once seen, a later complete cannot record.
+		{"in doubt, then completed", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok), redeem(idA, 95, 110, doubt), complete(idA, kDone, 7, 96, 120, ok)}, false},
+		{"in doubt, then in progress within skew", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok),
+			skewed(redeem(idA, 100, 104, doubt), 5), skewed(redeem(idA, 105, 106, progress), 5)}, false},
+		{"in progress, then in doubt within skew", []porcupine.Operation{issue(idA, far, 0, 1, ok), leased(idA, 100, 2, 3, ok),
+			skewed(redeem(idA, 100, 104, progress), 5), skewed(redeem(idA, 105, 106, doubt), 5)}, true},
 
 		// Ids the store never saw.
 		{"never issued", []porcupine.Operation{redeem(idA, 0, 1, unknown), cancel(idA, 2, 3, unknown)}, true},
@@ -113,8 +184,12 @@ func TestModel(t *testing.T) {
 		{"redeemed at the expiry instant", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 100, 100, ok)}, false},
 		{"straddling, redeemed", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 90, 110, ok)}, true},
 		{"straddling, expired", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 90, 110, expiredR)}, true},
-		{"expired whatever its state", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 2, 3, ok), cancel(idA, 110, 120, expiredR)}, true},
-		{"spent reported after expiry", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 2, 3, ok), cancel(idA, 110, 120, spent)}, false},
+		// Only a pending confirmation expires: the others are answered
+		// from their state.
+		{"in progress after expiry", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 2, 3, ok), cancel(idA, 110, 120, progress)}, true},
+		{"redeemed one reported expired", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 2, 3, ok), cancel(idA, 110, 120, expiredR)}, false},
+		{"done after expiry", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, 5, ok), replayed(idA, 110, 120, kDone, 7)}, true},
+		{"cancelled after expiry", []porcupine.Operation{issue(idA, 100, 0, 1, ok), cancel(idA, 2, 3, ok), redeem(idA, 110, 120, cancelledR)}, true},
 		{"issued already expired", []porcupine.Operation{issue(idA, -5, 0, 1, ok), redeem(idA, 2, 3, expiredR), cancel(idA, 4, 5, expiredR)}, true},
 		{"issued already expired, redeemed", []porcupine.Operation{issue(idA, -5, 0, 1, ok), redeem(idA, 2, 3, ok)}, false},
 		// The clock does not run backwards: once a spend has seen the
@@ -126,26 +201,34 @@ func TestModel(t *testing.T) {
 		{"expired, then redeemed within skew", []porcupine.Operation{
 			issue(idA, 100, 0, 1, ok), skewed(redeem(idA, 95, 99, expiredR), 5), skewed(redeem(idA, 100, 102, ok), 5)}, false},
 		{"redeemed, then expired within skew", []porcupine.Operation{
-			issue(idA, 100, 0, 1, ok), skewed(redeem(idA, 95, 99, ok), 5), skewed(cancel(idA, 100, 102, expiredR), 5)}, true},
+			issue(idA, 100, 0, 1, ok), skewed(redeem(idA, 95, 99, ok), 5), skewed(cancel(idA, 100, 102, expiredR), 5)}, false},
+		{"expired, then redeemed by a straddling call", []porcupine.Operation{
+			issue(idA, 100, 0, 1, ok), skewed(cancel(idA, 96, 98, expiredR), 5), skewed(redeem(idA, 95, 99, ok), 5)}, false},
 
 		// Forgotten after expiry (a store may drop expired entries).
 		{"forgotten after expiry", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 110, 120, unknown), cancel(idA, 130, 140, unknown)}, true},
 		{"forgotten before expiry", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 50, 60, unknown)}, false},
+		{"forgotten after expiry and lease", []porcupine.Operation{issue(idA, 100, 0, 1, ok), leased(idA, 200, 2, 3, ok), redeem(idA, 210, 220, unknown)}, true},
+		{"forgotten before the lease's end", []porcupine.Operation{issue(idA, 100, 0, 1, ok), leased(idA, 200, 2, 3, ok), redeem(idA, 110, 120, unknown)}, false},
 		{"remembered after forgotten", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 110, 120, unknown), cancel(idA, 130, 140, expiredR)}, false},
 
 		// Outcome unknown: may or may not have applied, at any later time.
-		{"lost redeem applied", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, inf, errR), redeem(idA, 5, 6, spent)}, true},
+		{"lost redeem applied", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, inf, errR), redeem(idA, 5, 6, progress)}, true},
 		{"lost redeem not applied", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, inf, errR), redeem(idA, 5, 6, ok)}, true},
 		{"lost redeem, then two wins", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, inf, errR), redeem(idA, 5, 6, ok), redeem(idA, 7, 8, ok)}, false},
 		{"lost cancel applied", []porcupine.Operation{issue(idA, far, 0, 1, ok), cancel(idA, 2, inf, errR), redeem(idA, 5, 6, cancelledR)}, true},
-		{"lost redeem applied late", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, inf, errR), redeem(idA, 5, 6, ok), cancel(idA, 7, 8, spent)}, true},
-		{"lost redeem called after expiry", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 110, inf, errR), redeem(idA, 120, 130, spent)}, false},
+		{"lost redeem applied late", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, inf, errR), redeem(idA, 5, 6, ok), cancel(idA, 7, 8, progress)}, true},
+		{"lost redeem called after expiry", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 110, inf, errR), redeem(idA, 120, 130, progress)}, false},
+		{"lost complete applied", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, inf, errR), replayed(idA, 5, 6, kDone, 7)}, true},
+		{"lost complete not applied", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, inf, errR), redeem(idA, 5, 6, progress)}, true},
+		{"lost complete of a pending one, applied after its redeem", []porcupine.Operation{issue(idA, far, 0, 1, ok), complete(idA, kDone, 7, 2, inf, errR), redeem(idA, 5, 6, ok), replayed(idA, 7, 8, kDone, 7)}, true},
+		{"complete refused as pending, then replayed", []porcupine.Operation{issue(idA, far, 0, 1, ok), complete(idA, kDone, 7, 2, 3, notActing), redeem(idA, 5, 6, ok), replayed(idA, 7, 8, kDone, 7)}, false},
 		{"lost issue applied", []porcupine.Operation{issue(idA, far, 0, inf, errR), redeem(idA, 5, 6, ok)}, true},
 		{"lost issue not applied", []porcupine.Operation{issue(idA, far, 0, inf, errR), redeem(idA, 5, 6, unknown)}, true},
 		{"lost issue both ways", []porcupine.Operation{issue(idA, far, 0, inf, errR), redeem(idA, 5, 6, ok), redeem(idA, 7, 8, unknown)}, false},
 		// Dropping the lost operation instead of keeping it: the store's
 		// honest answer no longer has an explanation.
-		{"lost redeem dropped", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 5, 6, spent)}, false},
+		{"lost redeem dropped", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 5, 6, progress)}, false},
 
 		// Partitions are independent; one bad partition is enough.
 		{"two ids", []porcupine.Operation{issue(idA, far, 0, 1, ok), issue(idB, far, 0, 1, ok), redeem(idA, 2, 3, ok), redeem(idB, 2, 3, ok)}, true},
@@ -188,13 +271,15 @@ func TestDescribe(t *testing.T) {
 		want string
 	}{
 		{issue(idA, 1_500_000, 0, 1, ok), "issue …00000000 expiring at 1.5ms → ok"},
-		{redeem(idA, 1000, 2000, spent), "redeem …00000000 in [1µs, 2µs] → spent"},
+		{redeem(idA, 1000, 2000, progress), "redeem …00000000 for 1ms in [1µs, 2µs] → in_progress"},
+		{replayed(idA, 1000, 2000, kFailed, 7), "redeem …00000000 for 1ms in [1µs, 2µs] → done: failed #7"},
+		{complete(idA, kDone, 9, 1000, 2000, doubt), "complete …00000000 done #9 in [1µs, 2µs] → in_doubt"},
 		{cancel(idA, 1000, inf, errR), "cancel …00000000 in [1µs, ∞] → outcome unknown (may or may not have applied)"},
 		{func() porcupine.Operation {
 			op := redeem(idA, 1000, 2000, ok)
 			op.Output = Output{Result: ok, ID: ledger.ID{15: 0xff}}
 			return op
-		}(), "redeem …00000000 in [1µs, 2µs] → ok, but returned …000000ff"},
+		}(), "redeem …00000000 for 1ms in [1µs, 2µs] → ok, but returned …000000ff"},
 	}
 	for _, tt := range tests {
 		if got := m.DescribeOperation(tt.op.Input, tt.op.Output); got != tt.want {

@@ -60,21 +60,26 @@ const (
 )
 
 // The mix of operations, per thousand. Spends of a hot confirmation are
-// redeems three times in four and cancels otherwise.
+// redeems three times in four and cancels otherwise. A redeem asks for a
+// lease of an hour three times in four, otherwise one short enough to end
+// while the confirmation is still hot; a redeem that succeeds is followed
+// by its Complete (done, failed or unknown) seven times in eight with a
+// long lease, half the time with a short one, before or after its end.
 const (
 	mixIssue        = 40  // expires in an hour: decided on its state alone
 	mixIssueExpired = 10  // already expired when issued: every spend must see it expired
 	mixIssueSoon    = 40  // expires while still hot: spent across its expiry
 	mixUnknown      = 30  // spend an id never issued: must be refused as unknown
 	mixDuplicate    = 10  // re-issue a hot confirmation: must be refused as existing, once one Add won
-	mixSpend        = 870 // redeem or cancel a hot confirmation
+	mixComplete     = 20  // complete a hot confirmation, whoever redeemed it: races its redeemer's Complete
+	mixSpend        = 850 // redeem or cancel a hot confirmation
 )
 
 // Record drives s with w's workload and returns the history: Goroutines
 // goroutines, released at once, each performing its share of Operations,
-// racing redeems and cancels of the same few confirmations while new ones
-// are issued (some already expired, some expiring mid-race) and ids that
-// were never issued are tried; with w.Replicas, through several handles on
+// racing redeems, cancels and completes of the same few confirmations
+// while new ones are issued (some already expired, some expiring
+// mid-race) and ids that were never issued are tried; with w.Replicas, through several handles on
 // one shared store. Half the operations yield once between their recorded
 // call and the store, so that windows overlap even on one processor.
 // Ids carry a random 64-bit prefix, so runs
@@ -124,6 +129,13 @@ func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
 		}
 	}
 	wl := &run{rec: rec, hot: make([]atomic.Pointer[hotEntry], w.Hot), racers: int32(w.Racers), newID: newID, wallClock: w.WallClock}
+	// Tags, like ids, start at a random number, so that runs sharing a
+	// store never answer with each other's outcomes.
+	var tags [8]byte
+	if _, err := rand.Read(tags[:]); err != nil {
+		return History{}, fmt.Errorf("linearizability: tags: %w", err)
+	}
+	wl.tags.Store(binary.BigEndian.Uint64(tags[:]) &^ (1<<32 - 1))
 
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -137,7 +149,7 @@ func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
 		principal := fmt.Sprintf("client-%d", g)
 		wg.Go(func() {
 			<-start
-			for range n {
+			for n > 0 {
 				if ctx.Err() != nil {
 					return
 				}
@@ -145,7 +157,7 @@ func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
 				if w.OpTimeout > 0 {
 					opCtx, cancel = context.WithTimeout(ctx, w.OpTimeout)
 				}
-				wl.act(opCtx, stores[g%len(stores)], c, rnd, principal)
+				n -= wl.act(opCtx, stores[g%len(stores)], c, rnd, principal, n)
 				cancel()
 				// Hand the processor over between operations, so that the
 				// goroutines interleave operation by operation instead of
@@ -168,7 +180,8 @@ type run struct {
 	hot    []atomic.Pointer[hotEntry]
 	racers int32
 	newID  func() ledger.ID
-	issued atomic.Int64 // confirmations published to hot so far
+	issued atomic.Int64  // confirmations published to hot so far
+	tags   atomic.Uint64 // the last outcome tag handed out
 	// wallClock: issue expiries without a monotonic reading (Workload.WallClock).
 	wallClock bool
 }
@@ -207,8 +220,10 @@ func (wl *run) acquire(rnd *mrand.Rand) *hotEntry {
 	return nil
 }
 
-// act performs one randomly chosen operation of the workload.
-func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Rand, principal string) {
+// act performs one randomly chosen operation of the workload, or, with
+// left at least 2, a redeem and its complete, and reports how many it
+// performed.
+func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Rand, principal string, left int) int {
 	if rnd.IntN(2) == 0 {
 		s = yielding{s}
 	}
@@ -234,6 +249,7 @@ func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Ra
 		_ = c.Issue(ctx, s, e.conf)
 		e.inflight.Add(-1)
 	}
+	ops := 1
 	switch r := rnd.IntN(1000); {
 	case r < mixIssue:
 		issue(time.Hour)
@@ -242,23 +258,48 @@ func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Ra
 	case r < mixIssue+mixIssueExpired+mixIssueSoon:
 		issue(time.Duration(rnd.Int64N(int64(wl.lifetime()))))
 	case r < mixIssue+mixIssueExpired+mixIssueSoon+mixUnknown:
-		_, _ = c.Redeem(ctx, s, wl.newID())
-	default: // a duplicate issue or a spend of a hot confirmation
+		_, _ = c.Redeem(ctx, s, wl.newID(), time.Hour)
+	default: // a duplicate issue, a complete or a spend of a hot confirmation
 		e := wl.acquire(rnd)
 		if e == nil {
 			issue(time.Hour)
-			return
+			return ops
 		}
 		switch {
 		case r < mixIssue+mixIssueExpired+mixIssueSoon+mixUnknown+mixDuplicate:
 			_ = c.Issue(ctx, s, e.conf)
+		case r < mixIssue+mixIssueExpired+mixIssueSoon+mixUnknown+mixDuplicate+mixComplete:
+			wl.complete(ctx, s, c, rnd, e.conf.ID)
 		case rnd.IntN(4) == 3:
 			_, _ = c.Cancel(ctx, s, e.conf.ID)
 		default:
-			_, _ = c.Redeem(ctx, s, e.conf.ID)
+			// Long leases are completed seven times in eight; short ones
+			// half the time, so that more are left to end in doubt.
+			lease, skip := time.Hour, 8
+			if rnd.IntN(4) == 0 {
+				lease, skip = time.Duration(1+rnd.Int64N(int64(2*wl.lifetime()))), 2
+			}
+			if _, err := c.Redeem(ctx, s, e.conf.ID, lease); err == nil && left >= 2 && rnd.IntN(skip) != 0 {
+				wl.complete(ctx, s, c, rnd, e.conf.ID)
+				ops++
+			}
 		}
 		e.inflight.Add(-1)
 	}
+	return ops
+}
+
+// complete records an outcome for id: done, failed or unknown, with a
+// result (a tag) no other Complete records.
+func (wl *run) complete(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Rand, id ledger.ID) {
+	kind := ledger.OutcomeDone
+	switch r := rnd.IntN(20); {
+	case r < 5:
+		kind = ledger.OutcomeFailed
+	case r < 8:
+		kind = ledger.OutcomeUnknown
+	}
+	_ = c.Complete(ctx, s, id, kind, wl.tags.Add(1))
 }
 
 // yielding hands the processor over after an operation's call is recorded
@@ -274,7 +315,12 @@ func (y yielding) Add(ctx context.Context, c ledger.Confirmation) error {
 	return y.Store.Add(ctx, c)
 }
 
-func (y yielding) Spend(ctx context.Context, id ledger.ID, to ledger.State) (ledger.Confirmation, error) {
+func (y yielding) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
 	runtime.Gosched()
-	return y.Store.Spend(ctx, id, to)
+	return y.Store.Spend(ctx, id, to, lease)
+}
+
+func (y yielding) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) error {
+	runtime.Gosched()
+	return y.Store.Complete(ctx, id, o)
 }
