@@ -7,7 +7,10 @@
 // progress, cancellation, list-changed notifications, and the upstream's own
 // elicitation, sampling and roots requests — except tools/call, which the
 // [Policy] gates: allowed calls are forwarded as they are, denied tools are
-// hidden from tools/list and refused, and every other call is asked.
+// hidden from tools/list and refused, and every other call is asked. The
+// proxy answers ping and the protocol's session methods itself; methods
+// outside the MCP specification are not forwarded (go-sdk does not decode
+// them) and get "method not found".
 //
 // An asked call runs through [confirm.Flow] behind the [requeststate]
 // boundary, in both protocol eras: the first round records a pending

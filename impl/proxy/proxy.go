@@ -233,13 +233,19 @@ func (p *Proxy) newServer() *mcp.Server {
 }
 
 // poke makes go-sdk announce that a list changed.
+// Only a list the upstream declared changing is announced: a placeholder
+// of another kind would make go-sdk infer a capability the upstream lacks.
 func (p *Proxy) poke(kind string) {
-	switch kind {
-	case "tools":
+	caps := p.upstream.Capabilities
+	if caps == nil {
+		return
+	}
+	switch {
+	case kind == "tools" && caps.Tools != nil && caps.Tools.ListChanged:
 		p.server.AddTool(&mcp.Tool{Name: placeholderName, InputSchema: map[string]any{"type": "object"}}, nil)
-	case "prompts":
+	case kind == "prompts" && caps.Prompts != nil && caps.Prompts.ListChanged:
 		p.server.AddPrompt(&mcp.Prompt{Name: placeholderName}, nil)
-	case "resources":
+	case kind == "resources" && caps.Resources != nil && caps.Resources.ListChanged:
 		p.server.AddResource(&mcp.Resource{URI: placeholderURI, Name: placeholderName}, nil)
 	}
 }
