@@ -202,8 +202,10 @@ func TestProxyFilesystemServer(t *testing.T) {
 	}
 }
 
-// A 2026-07-28 client replays an approved write_file: the proxy refuses
-// and the file keeps what was written after the first, single write.
+// A 2026-07-28 client replays an approved write_file: the proxy answers
+// with the first write's result, marked as the earlier execution's, sends
+// nothing, and the file keeps what was written after the first, single
+// write.
 func TestProxyFilesystemReplayRefused(t *testing.T) {
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -228,7 +230,10 @@ func TestProxyFilesystemReplayRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = retry()
-	mcptest.WantToolRefusal(t, res, err, "already used")
+	// Answered with the first execution's result, marked as such; nothing
+	// is sent again.
+	wantResult(t, res, err, "earlier execution")
+	wantResult(t, res, err, "Successfully wrote")
 	if got := readFile(t, target); got != "changed since\n" {
 		t.Fatalf("the replay wrote again: a.txt = %q", got)
 	}

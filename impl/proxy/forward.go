@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -381,29 +382,61 @@ func (p *Proxy) continueCall(ctx context.Context, c *conn, req *mcp.CallToolRequ
 	rec, err := p.ledger.Redeem(ctx, id)
 	if err != nil {
 		p.log.Warn("proxy: continuation refused", "id", id, "err", err)
-		return refusal("This follow-up answer was already used, or has expired. Nothing was sent."), nil
+		if errors.Is(err, ledger.ErrSpent) {
+			return refusal("This follow-up answer was already used. Nothing was sent again."), nil
+		}
+		return refusal("This follow-up answer has expired or is unknown. Nothing was sent."), nil
 	}
 	if rec.Tool != b.Target || rec.ArgsDigest != b.ArgsDigest || rec.Principal != b.Principal {
-		return refusal("This follow-up answer was given for a different call. Nothing was sent."), nil
+		res := refusal("This follow-up answer was given for a different call. Nothing was sent.")
+		p.complete(ctx, id, ledger.OutcomeFailed, res)
+		return res, nil
 	}
 	canon, err := requeststate.CanonicalArguments(req.Params.Arguments)
 	if err != nil {
-		return refusal("The call's arguments are not valid JSON. Nothing was done."), nil
+		res := refusal("The call's arguments are not valid JSON. Nothing was done.")
+		p.complete(ctx, id, ledger.OutcomeFailed, res)
+		return res, nil
 	}
 	res, err := p.send(ctx, c, req, canon, upState, req.Params.InputResponses)
 	if err != nil {
 		var r *confirm.Refusal
 		if errors.As(p.sendFailure(req.Params.Name, id, err), &r) {
-			return refusal("%s", r.Reason), nil
+			res := refusal("%s", r.Reason)
+			p.complete(ctx, id, ledger.OutcomeFailed, res)
+			return res, nil
 		}
-		return refusal("The answer was sent to the upstream once, but its reply was lost: the action may or may not have happened. Check before asking again."), nil
+		res := refusal("The answer was sent to the upstream once, but its reply was lost: the action may or may not have happened. Check before asking again.")
+		p.complete(ctx, id, ledger.OutcomeUnknown, res)
+		return res, nil
 	}
+	kind := ledger.OutcomeDone
+	if res.IsError {
+		kind = ledger.OutcomeFailed
+	}
+	p.complete(ctx, id, kind, res)
 	res, err = p.continuation(ctx, res, rec.Confirmation)
 	var r *confirm.Refusal
 	if errors.As(err, &r) {
 		return refusal("%s", r.Reason), nil
 	}
 	return res, err
+}
+
+// complete records what a follow-up round did as the outcome of its
+// single-use record (the ledger keeps every redeemed approval's outcome,
+// and one it never hears of ends in doubt). A failure to record changes
+// nothing for this call; it is logged.
+func (p *Proxy) complete(ctx context.Context, id ledger.ID, kind ledger.OutcomeKind, res *mcp.CallToolResult) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	b, err := json.Marshal(res)
+	if err == nil {
+		err = p.ledger.Complete(ctx, id, kind, b)
+	}
+	if err != nil {
+		p.log.Error("proxy: the follow-up round's outcome could not be recorded", "id", id, "outcome", kind, "err", err)
+	}
 }
 
 func refusal(format string, args ...any) *mcp.CallToolResult {

@@ -308,3 +308,37 @@ func TestProxyRelaysResourceUpdates(t *testing.T) {
 		})
 	}
 }
+
+// An approved call whose upstream (2026-07-28) asks a follow-up question:
+// the question reaches the client, the answer is forwarded once, and the
+// round carrying it is single-use like the approval (a replay sends
+// nothing).
+func TestProxyFollowUpOnce(t *testing.T) {
+	u := newUpstream(t, eraMRTR)
+	addRelayFeatures(u)
+	e := newEnv(t, envOptions{up: u, policy: `ask = ["color"]`})
+	cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
+	call := func(state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
+		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color", Arguments: map[string]any{}, InputResponses: responses, RequestState: state})
+	}
+	res, err := call("", nil)
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("first round: err=%v res=%s", err, mcptest.Describe(res))
+	}
+	res, err = call(res.RequestState, mcp.InputResponseMap{"confirm": mcptest.Yes()})
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("approved round: want the upstream's own question, got err=%v res=%s", err, mcptest.Describe(res))
+	}
+	q, ok := res.InputRequests["color"].(*mcp.ElicitParams)
+	if !ok || q.Message != "Which color? (the upstream's own question)" {
+		t.Fatalf("the upstream's question did not come through: %+v", res.InputRequests)
+	}
+	followUp := res.RequestState
+	answer := mcp.InputResponseMap{"color": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "blue"}}}
+	res, err = call(followUp, answer)
+	wantResult(t, res, err, "painted blue")
+	u.wantCalls(t, "color", 1)
+	res, err = call(followUp, answer)
+	mcptest.WantToolRefusal(t, res, err, "already used")
+	u.wantCalls(t, "color", 1)
+}
