@@ -356,8 +356,9 @@ func TestProxyLostReplyOutcomeUnknown(t *testing.T) {
 	res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
 	mcptest.WantToolRefusal(t, res, err, "may or may not have happened")
 	e.up.wantCalls(t, "write", 1) // it did run: only the reply was lost
+	// The retry sees the same: the outcome is recorded as unknown.
 	res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
-	mcptest.WantToolRefusal(t, res, err, "already used")
+	mcptest.WantToolRefusal(t, res, err, "may or may not have happened")
 	e.up.wantCalls(t, "write", 1)
 	if !strings.Contains(e.log.String(), "outcome unknown") {
 		t.Fatalf("the proxy's log does not record the unknown outcome:\n%s", e.log.String())
