@@ -100,6 +100,10 @@ func decode(line string) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("not a key; want %s… as `mcp-confirm keygen` writes", Prefix)
 	}
+	// The decoder skips '\r' and '\n' anywhere: only the alphabet is a key.
+	if strings.IndexFunc(enc, notBase64URL) >= 0 {
+		return nil, fmt.Errorf("not unpadded base64url after %s", Prefix)
+	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(enc)
 	if err != nil {
 		return nil, fmt.Errorf("not unpadded base64url after %s", Prefix)
@@ -125,6 +129,11 @@ func decode(line string) ([]byte, error) {
 		return nil, fmt.Errorf("the key has only %d distinct byte values: not random", distinct)
 	}
 	return key, nil
+}
+
+// notBase64URL reports whether r is outside the base64url alphabet.
+func notBase64URL(r rune) bool {
+	return !('A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '-' || r == '_')
 }
 
 // looksEncoded reports whether s decodes as base64 of at least MinKeyLen

@@ -89,6 +89,7 @@ func TestParseRefuses(t *testing.T) {
 		{"indented", "  " + good + "\n", "line 1: not a key"},
 		{"trailing space", good + " \n", "line 1: not unpadded base64url"},
 		{"padded", good + "=\n", "line 1: not unpadded base64url"},
+		{"carriage return inside", good[:30] + "\r" + good[30:] + "\n", "line 1: not unpadded base64url"},
 		{"standard alphabet", keyfile.Prefix + "+/+/" + good[len(keyfile.Prefix)+4:] + "\n", "not unpadded base64url"},
 		{"short", keyfile.Encode(key(1)[:31]) + "\n", "the key is 31 bytes"},
 		{"long", keyfile.Encode(bytes.Repeat(key(1), 3)) + "\n", "the key is 96 bytes"},
