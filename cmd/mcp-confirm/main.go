@@ -119,18 +119,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
-	keys, err := c.shared.keys()
+	shared, code, err := c.shared.open(ctx, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
-		return 2
+		return code
 	}
-	store, closeStore, err := c.shared.openStore(ctx, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
-		return 1
-	}
-	defer closeStore()
-	srv, err := newServer(server.Options{Name: c.shared.name, Roots: c.roots, Keys: keys, TTL: c.ttl, Store: store, Logger: log})
+	defer shared.close()
+	srv, err := newServer(server.Options{Name: c.shared.name, Roots: c.roots, Keys: shared.keys, TTL: c.ttl, Store: shared.store, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
 		return 2

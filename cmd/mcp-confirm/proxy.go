@@ -115,17 +115,12 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return 2
 		}
 	}
-	keys, err := c.shared.keys()
+	shared, code, err := c.shared.open(ctx, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
-		return 2
+		return code
 	}
-	store, closeStore, err := c.shared.openStore(ctx, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
-		return 1
-	}
-	defer closeStore()
+	defer shared.close()
 
 	connect := func(context.Context) (mcp.Transport, error) {
 		if c.upstreamURL != "" {
@@ -142,9 +137,9 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Connect:     connect,
 		Policy:      policy,
 		Name:        c.shared.name,
-		Keys:        keys,
+		Keys:        shared.keys,
 		TTL:         c.ttl,
-		Store:       store,
+		Store:       shared.store,
 		Logger:      log,
 		MaxSessions: c.maxUpstream,
 	})

@@ -122,31 +122,33 @@ func readLedgerFile(path string) (string, error) {
 	return found, nil
 }
 
-// keys reads --key-file; nil without it.
-func (s *sharedFlags) keys() ([][]byte, error) {
-	if s.keyFile == "" {
-		return nil, nil
-	}
-	keys, err := keyfile.Read(s.keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("--key-file: %w", err)
-	}
-	return keys, nil
+// opened is what sharedFlags.open returns.
+type opened struct {
+	keys  [][]byte // nil without --key-file
+	store ledger.Store
+	close func()
 }
 
-// openStore opens the ledger store, its keys namespaced by the name.
-func (s *sharedFlags) openStore(ctx context.Context, log *slog.Logger) (ledger.Store, func(), error) {
+// open reads --key-file and opens the ledger store, its keys namespaced by
+// the name. On error, code is the exit status: 2 for a key file refused,
+// 1 for a store that cannot be used.
+func (s *sharedFlags) open(ctx context.Context, log *slog.Logger) (o opened, code int, err error) {
+	if s.keyFile != "" {
+		if o.keys, err = keyfile.Read(s.keyFile); err != nil {
+			return o, 2, fmt.Errorf("--key-file: %w", err)
+		}
+	}
 	for _, w := range s.warnings {
 		log.Warn(w)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	store, closeStore, err := server.OpenStore(ctx, s.url, s.name, server.StoreOptions{AllowRollback: s.allowRollback, Logger: log})
+	o.store, o.close, err = server.OpenStore(ctx, s.url, s.name, server.StoreOptions{AllowRollback: s.allowRollback, Logger: log})
 	if errors.Is(err, server.ErrNotDurable) {
-		return nil, nil, fmt.Errorf("%s: %w\nFix the store's configuration, or accept the risk with --allow-ledger-rollback", s.source, err)
+		return o, 1, fmt.Errorf("%s: %w\nFix the store's configuration, or accept the risk with --allow-ledger-rollback", s.source, err)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", s.source, err)
+		return o, 1, fmt.Errorf("%s: %w", s.source, err)
 	}
-	return store, closeStore, nil
+	return o, 0, nil
 }

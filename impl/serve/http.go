@@ -93,50 +93,32 @@ type HTTPOptions struct {
 
 // withDefaults validates o and fills in the defaults.
 func (o HTTPOptions) withDefaults() (HTTPOptions, error) {
-	for _, f := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"SessionTimeout", &o.SessionTimeout, DefaultSessionTimeout},
-		{"RequestTimeout", &o.RequestTimeout, DefaultRequestTimeout},
-		{"ReadHeaderTimeout", &o.ReadHeaderTimeout, DefaultReadHeaderTimeout},
-		{"ReadTimeout", &o.ReadTimeout, DefaultReadTimeout},
-		{"IdleTimeout", &o.IdleTimeout, DefaultIdleTimeout},
-	} {
-		if *f.v < 0 {
-			return o, fmt.Errorf("serve: %s %v is negative", f.name, *f.v)
-		}
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-	}
-	for _, f := range []struct {
-		name string
-		v    *int
-		def  int
-	}{
-		{"MaxSessions", &o.MaxSessions, DefaultMaxSessions},
-		{"MaxConns", &o.MaxConns, DefaultMaxConns},
-		{"MaxHeaderBytes", &o.MaxHeaderBytes, DefaultMaxHeaderBytes},
-	} {
-		if *f.v < 0 {
-			return o, fmt.Errorf("serve: %s %d is negative", f.name, *f.v)
-		}
-		if *f.v == 0 {
-			*f.v = f.def
-		}
-	}
-	if o.MaxMessageBytes < 0 {
-		return o, fmt.Errorf("serve: MaxMessageBytes %d is negative", o.MaxMessageBytes)
-	}
-	if o.MaxMessageBytes == 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
+	err := errors.Join(
+		orDefault("MaxMessageBytes", &o.MaxMessageBytes, DefaultMaxMessageBytes),
+		orDefault("SessionTimeout", &o.SessionTimeout, DefaultSessionTimeout),
+		orDefault("MaxSessions", &o.MaxSessions, DefaultMaxSessions),
+		orDefault("RequestTimeout", &o.RequestTimeout, DefaultRequestTimeout),
+		orDefault("MaxConns", &o.MaxConns, DefaultMaxConns),
+		orDefault("ReadHeaderTimeout", &o.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		orDefault("ReadTimeout", &o.ReadTimeout, DefaultReadTimeout),
+		orDefault("IdleTimeout", &o.IdleTimeout, DefaultIdleTimeout),
+		orDefault("MaxHeaderBytes", &o.MaxHeaderBytes, DefaultMaxHeaderBytes),
+	)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return o, nil
+	return o, err
+}
+
+// orDefault sets a zero *v to def, and refuses a negative one.
+func orDefault[T int | int64 | time.Duration](name string, v *T, def T) error {
+	switch {
+	case *v < 0:
+		return fmt.Errorf("serve: %s %v is negative", name, *v)
+	case *v == 0:
+		*v = def
+	}
+	return nil
 }
 
 // HTTP is the streamable HTTP front door of one [mcp.Server]. It is an

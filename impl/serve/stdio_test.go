@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
@@ -129,7 +130,7 @@ var badLines = []struct {
 // Every malformed line gets its JSON-RPC error with id null, its content
 // never reaches the log, and the next ping is answered.
 func TestStdioSurvivesBadLines(t *testing.T) {
-	var log syncBuffer
+	var log mcptest.SyncBuffer
 	p := startStdio(t, func(ctx context.Context, in io.Reader, out io.Writer) error {
 		s := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
 		return serve.Stdio(ctx, s, in, out, serve.StdioOptions{MaxMessageBytes: testMax, Logger: slog.New(slog.NewTextHandler(&log, nil))})
