@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 )
@@ -24,6 +25,7 @@ type proxyConfig struct {
 	upstreamURL string
 	policy      string
 	maxUpstream int
+	lease       time.Duration
 	ttl         time.Duration
 	logLevel    slog.Level
 	shared      sharedFlags
@@ -52,6 +54,7 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	fs.StringVar(&c.upstreamURL, "upstream", "", "connect to an upstream MCP server over streamable HTTP at this URL, instead of starting COMMAND")
 	fs.StringVar(&c.policy, "policy", "", "TOML policy: name (the upstream's name in questions), allow/ask/deny lists of tool globs, default,\nallow_read_only_hint, [questions] templates. Without it, every tool is asked")
 	fs.IntVar(&c.maxUpstream, "max-upstream-sessions", proxy.DefaultMaxSessions, "how many older-era client sessions may hold an upstream connection of their own at once\n(for a command upstream, a process each); an initialize beyond it is refused")
+	fs.DurationVar(&c.lease, "lease", ledger.DefaultLease, "how long an approved call may take upstream before its outcome is recorded;\na slower call still answers, but its retries are told it may or may not have happened")
 	c.shared.register(fs, proxy.DefaultName)
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
@@ -77,6 +80,9 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	}
 	if c.ttl <= 0 {
 		return c, fmt.Errorf("--ttl %v: must be positive", c.ttl)
+	}
+	if c.lease <= 0 {
+		return c, fmt.Errorf("--lease %v: must be positive", c.lease)
 	}
 	if c.maxUpstream <= 0 {
 		return c, fmt.Errorf("--max-upstream-sessions %d: must be positive", c.maxUpstream)
@@ -142,6 +148,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		Store:       shared.store,
 		Logger:      log,
 		MaxSessions: c.maxUpstream,
+		Lease:       c.lease,
 	})
 	cancel()
 	if err != nil {

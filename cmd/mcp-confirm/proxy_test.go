@@ -34,6 +34,7 @@ func TestProxyFlags(t *testing.T) {
 		{"bad policy", []string{"--policy", badPolicy, "--", "true"}, 2, "unknown key alow"},
 		{"bad ttl", []string{"--ttl", "-1s", "--", "true"}, 2, "must be positive"},
 		{"bad ledger", []string{"--ledger", "ftp://x", "--", "true"}, 2, "--ledger"},
+		{"bad lease", []string{"--lease", "0s", "--", "true"}, 2, "--lease 0s: must be positive"},
 		{"no upstream sessions", []string{"--max-upstream-sessions", "0", "--", "true"}, 2, "must be positive"},
 		{"empty name", []string{"--name", "", "--", "true"}, 2, "--name"},
 		{"upstream that is not an MCP server", []string{"--", "true"}, 1, "upstream unavailable"},

@@ -466,3 +466,18 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
 }
+
+// An approved call that takes longer upstream than the lease still returns
+// its result, once; its outcome can no longer be recorded, so a replay is
+// told it may or may not have happened, and nothing is sent again.
+func TestProxySlowCallOutlivesLease(t *testing.T) {
+	e := newEnv(t, envOptions{lease: 100 * time.Millisecond})
+	e.up.writeDelay = 300 * time.Millisecond
+	cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
+	state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
+	res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+	wantResult(t, res, err, "wrote /tmp/a.txt")
+	res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+	mcptest.WantToolRefusal(t, res, err, "may or may not have happened")
+	e.up.wantCalls(t, "write", 1)
+}

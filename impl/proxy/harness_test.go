@@ -45,7 +45,8 @@ type upstream struct {
 	// proxy's connection breaks as the reply arrives.
 	loseWriteReply atomic.Bool
 	cut            atomic.Bool
-	subscribed     atomic.Int32 // resources/subscribe calls received
+	writeDelay     time.Duration // how long write takes
+	subscribed     atomic.Int32  // resources/subscribe calls received
 	// sessions are the proxy's connections to this upstream.
 	sessions atomic.Int32
 	lastSS   atomic.Pointer[mcp.ServerSession]
@@ -100,6 +101,7 @@ func (u *upstream) addWrite(a *mcp.ToolAnnotations) {
 			if u.loseWriteReply.Load() {
 				u.cut.Store(true)
 			}
+			time.Sleep(u.writeDelay)
 			u.record("write", req)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "wrote " + in.Path}}}, nil, nil
 		})
@@ -184,6 +186,7 @@ type envOptions struct {
 	name        string
 	quiet       bool // log nothing (benchmarks)
 	maxSessions int
+	lease       time.Duration
 }
 
 const testPolicy = `
@@ -222,6 +225,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		Store:       o.store,
 		Logger:      logger,
 		MaxSessions: o.maxSessions,
+		Lease:       o.lease,
 		Observe: func(ev ledger.Event) {
 			e.mu.Lock()
 			e.events = append(e.events, ev)

@@ -51,6 +51,11 @@ type Options struct {
 	// Store holds confirmations; nil means an in-memory store. Replicas
 	// must share a Redis or PostgreSQL store.
 	Store ledger.Store
+	// Lease bounds how long an approved call may take upstream, from the
+	// redemption to its outcome being recorded (ledger.Options.Lease): a
+	// slower call still returns its result, but its retries are told it
+	// may or may not have happened. Default ledger.DefaultLease.
+	Lease time.Duration
 	// Principal overrides who the caller is (requeststate.Options.Principal).
 	Principal func(ctx context.Context, req mcp.Request) (string, error)
 	// Logger receives refusal reasons and the audit record of every
@@ -144,7 +149,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	if p.ledger, err = ledger.New(opts.Store, ledger.Options{TTL: opts.TTL, Now: opts.Now, Observe: opts.Observe}); err != nil {
+	if p.ledger, err = ledger.New(opts.Store, ledger.Options{TTL: opts.TTL, Lease: opts.Lease, Now: opts.Now, Observe: opts.Observe}); err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
 	if p.flow, err = confirm.New(confirm.Options{Ledger: p.ledger, Logger: opts.Logger}); err != nil {
