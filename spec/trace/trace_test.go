@@ -22,16 +22,24 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 )
 
-// The clock of a generated trace moves in whole ticks; TTL and grace are
-// small multiples so that expiry and forgetting happen within a short trace.
+// The clock of a generated trace moves in whole ticks; TTL, lease and grace
+// are small multiples so that expiry, leases ending and forgetting happen
+// within a short trace.
 const (
 	tick  = time.Second
 	ttl   = 3 * tick
+	lease = 2 * tick
 	grace = 2 * tick
-	// lease is the spec's Lease; the ledger under test has none yet, so it
-	// is one tick, which never keeps a record past its expiry plus grace.
-	lease = 1 * tick
 )
+
+// kinds are the outcomes a Complete records, drawn at random.
+var kinds = []ledger.OutcomeKind{ledger.OutcomeDone, ledger.OutcomeFailed, ledger.OutcomeUnknown}
+
+// owed is a confirmation a replica redeemed and has not completed yet.
+type owed struct {
+	id      ledger.ID
+	replica string
+}
 
 var replicas = []string{"r1", "r2"}
 
@@ -53,11 +61,64 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
+// scenario issues, on l, a confirmation no other caller knows of, and plays
+// one of four stories with it, each step an operation of its own (step
+// runs one; advance moves the clock, read by now), so that every answer
+// occurs in every trace: the reply is lost and the client retries (done),
+// the client retries while the action runs (in progress), the action
+// outlasts its lease (in doubt), the question is answered after it expired.
+func scenario(rng *rand.Rand, l *ledger.Ledger, ctx context.Context, step func(func()), advance func(time.Duration), now func() time.Time) {
+	var c ledger.Confirmation
+	var err error
+	step(func() { c, err = l.Issue(ctx, ledger.Confirmation{Tool: "delete_file"}) })
+	if err != nil {
+		return
+	}
+	redeem := func() (err error) { step(func() { _, err = l.Redeem(ctx, c.ID) }); return err }
+	complete := func() {
+		step(func() { _ = l.Complete(ctx, c.ID, kinds[rng.IntN(len(kinds))], []byte(`{"deleted":true}`)) })
+	}
+	switch rng.IntN(4) {
+	case 0: // the reply is lost, the client retries: done
+		if redeem() == nil {
+			complete()
+			_ = redeem()
+			if rng.IntN(2) == 0 {
+				complete() // a second Complete changes nothing
+			}
+		}
+	case 1: // the client retries while the action runs: in progress
+		if redeem() == nil {
+			_ = redeem()
+			complete()
+		}
+	case 2: // the action outlasts its lease: in doubt
+		if redeem() == nil {
+			advance(lease)
+			complete()
+			_ = redeem()
+		}
+	case 3: // the question is answered after it expired
+		for {
+			var left time.Duration
+			step(func() { left = c.Expires.Sub(now()) })
+			if left <= 0 {
+				break
+			}
+			advance(tick)
+		}
+		_ = redeem()
+	}
+}
+
 // generate drives one ledger per replica, all over one shared memory store
 // ("shared") or each over its own ("memory"), through a pseudo-random
 // workload of steps operations, and returns the NDJSON trace and its start
-// time. Restarting a replica gives it a new ledger and, in the "memory"
-// deployment, a new empty store.
+// time. A replica that redeems a confirmation completes it at once, later
+// (perhaps after its lease ended), or never; only that replica completes
+// it, as impl/confirm does. Some steps are scenarios (see scenario). Restarting a replica gives it a new ledger and,
+// in the "memory" deployment, a new empty store, and drops the outcomes it
+// still owed (a crash).
 func generate(t *testing.T, deployment string, seed uint64, steps int) ([]byte, time.Time) {
 	t.Helper()
 	ctx := context.Background()
@@ -81,7 +142,7 @@ func generate(t *testing.T, deployment string, seed uint64, steps int) ([]byte, 
 			store = ledger.NewMemory(ledger.MemoryOptions{Grace: grace, Now: clk.now})
 		}
 		l, err := ledger.New(store, ledger.Options{
-			TTL: ttl, Now: clk.now, Rand: idSource,
+			TTL: ttl, Lease: lease, Now: clk.now, Rand: idSource,
 			Observe: func(e ledger.Event) { encode(line{Event: e, Replica: r}) },
 		})
 		if err != nil {
@@ -94,6 +155,7 @@ func generate(t *testing.T, deployment string, seed uint64, steps int) ([]byte, 
 	}
 
 	var issued []ledger.ID
+	var acting []owed // redeemed, outcome not yet recorded
 	// pick favours recent ids, so that retries race with expiry and each other.
 	pick := func() ledger.ID {
 		if len(issued) == 0 || rng.IntN(10) == 0 {
@@ -103,26 +165,74 @@ func generate(t *testing.T, deployment string, seed uint64, steps int) ([]byte, 
 		}
 		return issued[max(0, len(issued)-1-rng.IntN(3))]
 	}
+	var completed []ledger.ID
+	complete := func(o owed) {
+		_ = ledgers[o.replica].Complete(ctx, o.id, kinds[rng.IntN(len(kinds))], []byte(`{"deleted":true}`))
+		completed = append(completed, o.id)
+	}
+	// redeem redeems id on r and, if it may act, completes it now, later or
+	// never; meanwhile the client may retry, through either replica.
+	redeem := func(r string, id ledger.ID) {
+		if _, err := ledgers[r].Redeem(ctx, id); err != nil {
+			return
+		}
+		retry := func() {
+			switch rng.IntN(4) {
+			case 0:
+				_, _ = ledgers[r].Redeem(ctx, id)
+			case 1:
+				_, _ = ledgers[replicas[rng.IntN(len(replicas))]].Redeem(ctx, id)
+			}
+		}
+		retry()
+		switch p := rng.IntN(10); {
+		case p < 5:
+			complete(owed{id, r})
+			retry()
+		case p < 9:
+			acting = append(acting, owed{id, r})
+		}
+	}
 	for range steps {
 		r := replicas[rng.IntN(len(replicas))]
 		l := ledgers[r]
 		switch p := rng.IntN(100); {
-		case p < 22:
+		case p < 8:
+			scenario(rng, l, ctx, func(f func()) { f() }, func(d time.Duration) { clk.t = clk.t.Add(d) }, clk.now)
+		case p < 20:
 			if c, err := l.Issue(ctx, ledger.Confirmation{Tool: "delete_file"}); err == nil {
 				issued = append(issued, c.ID)
 			}
+		case p < 45:
+			redeem(r, pick())
 		case p < 55:
-			_, _ = l.Redeem(ctx, pick())
-		case p < 68:
+			// A late Complete by the replica that redeemed; a second one;
+			// or a Complete of a confirmation no one here is acting on:
+			// pending, cancelled, unknown.
+			switch q := rng.IntN(3); {
+			case q == 0 && len(acting) > 0:
+				n := rng.IntN(len(acting))
+				o := acting[n]
+				acting = slices.Delete(acting, n, n+1)
+				complete(o)
+			case q == 1 && len(completed) > 0:
+				complete(owed{completed[len(completed)-1-rng.IntN(min(3, len(completed)))], r})
+			default:
+				if id := pick(); !slices.ContainsFunc(acting, func(o owed) bool { return o.id == id }) {
+					complete(owed{id, r})
+				}
+			}
+		case p < 65:
 			// Sometimes the same question is then accepted in another tab.
 			id := pick()
 			if _, err := l.Cancel(ctx, id); err == nil && rng.IntN(2) == 0 {
-				_, _ = l.Redeem(ctx, id)
+				redeem(r, id)
 			}
-		case p < 94:
+		case p < 95:
 			clk.t = clk.t.Add(tick)
 		default:
 			encode(restartLine{Time: clk.t, Action: "Restart", Replica: r})
+			acting = slices.DeleteFunc(acting, func(o owed) bool { return o.replica == r })
 			open(r)
 		}
 	}
@@ -135,14 +245,28 @@ type event struct {
 	Action  string    `json:"action"`
 	ID      string    `json:"id"`
 	Result  string    `json:"result"`
+	Outcome string    `json:"outcome"`
 	Replica string    `json:"replica"`
 }
 
 var (
-	actions = []string{"Issue", "Redeem", "Cancel", "Restart"}
-	results = []string{"ok", "unknown", "spent", "cancelled", "expired", "full"}
+	actions = []string{"Issue", "Redeem", "Cancel", "Complete", "Restart"}
+	results = []string{"ok", "unknown", "in_progress", "done", "in_doubt", "cancelled", "expired", "not_acting", "full"}
 	nameRE  = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
 )
+
+// outcomes says which outcome kinds an event may carry: a Complete the
+// kind it recorded, a Redeem or Cancel answered done the recorded kind it
+// gave back, any other none.
+func outcomes(e event) []string {
+	switch {
+	case e.Action == "Complete":
+		return []string{"done", "failed", "unknown"}
+	case e.Result == "done":
+		return []string{"done", "failed"}
+	}
+	return []string{""}
+}
 
 func parse(ndjson []byte) ([]event, error) {
 	var evs []event
@@ -166,6 +290,8 @@ func parse(ndjson []byte) ([]event, error) {
 			return nil, fmt.Errorf("line %d: bad replica %q", n, e.Replica)
 		case e.Action != "Restart" && !nameRE.MatchString(e.ID):
 			return nil, fmt.Errorf("line %d: bad id %q", n, e.ID)
+		case !slices.Contains(outcomes(e), e.Outcome):
+			return nil, fmt.Errorf("line %d: %s %s with outcome %q", n, e.Action, e.Result, e.Outcome)
 		}
 		evs = append(evs, e)
 	}
@@ -190,8 +316,8 @@ func module(evs []event, start time.Time, deployment string) (tla, cfg string, e
 		if n == len(evs)-1 {
 			sep = ""
 		}
-		fmt.Fprintf(&b, "  [t |-> %d, action |-> %q, id |-> %q, replica |-> %q, result |-> %q]%s\n",
-			d/tick, e.Action, e.ID, e.Replica, e.Result, sep)
+		fmt.Fprintf(&b, "  [t |-> %d, action |-> %q, id |-> %q, replica |-> %q, result |-> %q, outcome |-> %q]%s\n",
+			d/tick, e.Action, e.ID, e.Replica, e.Result, e.Outcome, sep)
 		if e.ID != "" {
 			ids[e.ID] = true
 		}
@@ -389,7 +515,7 @@ var traceCases = []traceCase{
 	{"memory", 1}, {"memory", 2}, {"shared", 1}, {"shared", 2},
 }
 
-const steps = 80
+const steps = 100
 
 // TestLedgerTracesAreBehaviours drives impl/ledger in both deployments and
 // checks with TLC that every trace is a behaviour of the specification.
@@ -415,8 +541,10 @@ func TestLedgerTracesAreBehaviours(t *testing.T) {
 		})
 	}
 	// The traces must exercise every outcome, or acceptance means little.
-	for _, want := range []string{"Issue ok", "Redeem ok", "Cancel ok", "Restart ok",
-		"Redeem unknown", "Redeem spent", "Redeem cancelled", "Redeem expired", "Cancel spent"} {
+	for _, want := range []string{"Issue ok", "Restart ok",
+		"Redeem ok", "Redeem unknown", "Redeem in_progress", "Redeem done", "Redeem in_doubt", "Redeem cancelled", "Redeem expired",
+		"Cancel ok", "Cancel done",
+		"Complete ok", "Complete in_doubt", "Complete done", "Complete not_acting", "Complete unknown"} {
 		if seen[want] == 0 {
 			t.Errorf("no trace contains %q; outcomes seen: %v", want, seen)
 		}
@@ -424,17 +552,57 @@ func TestLedgerTracesAreBehaviours(t *testing.T) {
 	t.Logf("outcomes: %v", seen)
 }
 
+// A mutation turns one event of a trace into a lie about what the ledger did.
+type mutation struct {
+	name        string
+	deployments []string
+	find        func(event) bool // the event to change: the first such
+	change      func(*event)
+}
+
+func is(action, result string) func(event) bool {
+	return func(e event) bool { return e.Action == action && e.Result == result }
+}
+
+func answer(result, outcome string) func(*event) {
+	return func(e *event) { e.Result, e.Outcome = result, outcome }
+}
+
+var both = []string{"memory", "shared"}
+
+var mutations = []mutation{
+	// A refused Redeem reported as a success: a double redemption (in
+	// progress, done, in doubt), one after expiry, after a decline, or of
+	// an id the store does not hold.
+	{"Redeem in_progress->ok", both, is("Redeem", "in_progress"), answer("ok", "")},
+	{"Redeem done->ok", both, is("Redeem", "done"), answer("ok", "")},
+	{"Redeem in_doubt->ok", both, is("Redeem", "in_doubt"), answer("ok", "")},
+	{"Redeem expired->ok", both, is("Redeem", "expired"), answer("ok", "")},
+	{"Redeem cancelled->ok", both, is("Redeem", "cancelled"), answer("ok", "")},
+	{"Redeem unknown->ok", both, is("Redeem", "unknown"), answer("ok", "")},
+	// A retry told something else than the recorded outcome.
+	{"Redeem done, outcome flipped", []string{"shared"}, is("Redeem", "done"), func(e *event) {
+		e.Outcome = map[string]string{"done": "failed", "failed": "done"}[e.Outcome]
+	}},
+	{"Redeem in_doubt->done", []string{"shared"}, is("Redeem", "in_doubt"), answer("done", "done")},
+	{"Redeem done->in_doubt", []string{"shared"}, is("Redeem", "done"), answer("in_doubt", "")},
+	{"Redeem in_progress->done", []string{"shared"}, is("Redeem", "in_progress"), answer("done", "done")},
+	// The outcome written without the compare-and-set: a late Complete
+	// overwriting in doubt; and a Complete in time reported as refused.
+	{"Complete in_doubt->ok", []string{"shared"}, is("Complete", "in_doubt"), answer("ok", "done")},
+	{"Complete ok->in_doubt", []string{"shared"}, is("Complete", "ok"), answer("in_doubt", "done")},
+}
+
 // TestTraceCheckRejectsWrongResults is the negative control: in a trace
-// where one refused Redeem is changed to a success (a double redemption, a
-// redemption after expiry, after a decline, or of an id the store does not
-// hold), the events before it must still be accepted and the trace up to
-// and including it must be rejected -- so the rejection is due to that
-// event alone.
+// where one event is changed into a lie (see mutations), the events before
+// it must still be accepted and the trace up to and including it must be
+// rejected -- so the rejection is due to that event alone.
 func TestTraceCheckRejectsWrongResults(t *testing.T) {
 	jar := tlcJar(t)
-	for _, deployment := range []string{"memory", "shared"} {
-		for _, refused := range []string{"spent", "expired", "cancelled", "unknown"} {
-			t.Run(deployment+"/"+refused+"->ok", func(t *testing.T) {
+	for _, m := range mutations {
+		for _, deployment := range m.deployments {
+			t.Run(deployment+"/"+m.name, func(t *testing.T) {
+				t.Parallel()
 				// The first generated trace of this deployment with such an event.
 				for _, tc := range traceCases {
 					if tc.deployment != deployment {
@@ -445,7 +613,7 @@ func TestTraceCheckRejectsWrongResults(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					n := slices.IndexFunc(evs, func(e event) bool { return e.Action == "Redeem" && e.Result == refused })
+					n := slices.IndexFunc(evs, m.find)
 					if n < 0 {
 						continue
 					}
@@ -453,13 +621,13 @@ func TestTraceCheckRejectsWrongResults(t *testing.T) {
 						t.Fatalf("seed %d: TLC rejected the unmodified first %d events:\n%s", tc.seed, n, out)
 					}
 					bad := slices.Clone(evs[:n+1])
-					bad[n].Result = "ok"
+					m.change(&bad[n])
 					if ok, out := check(t, jar, bad, start, deployment); ok {
-						t.Errorf("seed %d: TLC accepted event %d (Redeem %s) changed to ok:\n%s", tc.seed, n+1, refused, out)
+						t.Errorf("seed %d: TLC accepted event %d %+v changed to %+v:\n%s", tc.seed, n+1, evs[n], bad[n], out)
 					}
 					return
 				}
-				t.Fatalf("no %s trace has a Redeem %s to falsify", deployment, refused)
+				t.Fatalf("no %s trace has an event to change for %q", deployment, m.name)
 			})
 		}
 	}
