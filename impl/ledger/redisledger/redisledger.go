@@ -426,8 +426,9 @@ return 1
 // spendScript is the compare-and-set of a Spend. KEYS: entry, record,
 // pending set. ARGV: the record's first bytes (target state, the call's
 // nonce), the lease in microseconds, the grace in milliseconds. Returns
-// {code, entry, record}: 0 unknown, 1 expired, 2 spent by this call (or
-// its retry), 3 spent before (answered from the record).
+// {code, entry, record}: 0 unknown, 1 expired, 2 spent by this call (no
+// record: it is as asked) or its retry (with the record), 3 spent before
+// (answered from the record).
 var spendScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 local r = redis.call('GET', KEYS[2])
@@ -455,12 +456,13 @@ if string.sub(ARGV[1], 1, 1) == 'a' then
   keep = math.max(exp, lease)
 end
 r = ARGV[1] .. string.format('%019d', lease) .. string.rep('\0', 16)
--- Both keys live to the later of Expires and the lease's end, plus grace.
+-- Both keys live to the later of Expires and the lease's end, plus grace:
+-- the entry's key already does, unless the lease ends after Expires.
 local deadline = math.ceil(keep / 1000) + tonumber(ARGV[3])
 redis.call('SET', KEYS[2], r, 'PXAT', deadline)
-redis.call('PEXPIREAT', KEYS[1], deadline, 'GT')
+if keep > exp then redis.call('PEXPIREAT', KEYS[1], deadline, 'GT') end
 redis.call('ZREM', KEYS[3], string.sub(KEYS[1], -32))
-return {2, v, r}
+return {2, v} -- the record is what the caller asked for
 `)
 
 // completeScript is the compare-and-set of a Complete. KEYS: entry,
@@ -594,6 +596,13 @@ func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 		// The record is there: the confirmation was spent, and the caller
 		// must not act.
 		return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w: record without its entry", id, errCorrupt)
+	}
+	if code == 2 && r == "" { // spent by this call: the record is as asked
+		c, err := decode(id, v)
+		if err != nil {
+			return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
+		}
+		return ledger.Record{Confirmation: c, State: to}, nil
 	}
 	rec, answer, err := readRecord(id, v, r)
 	switch {
