@@ -1,32 +1,46 @@
-// Package ledger makes a confirmation usable at most once.
+// Package ledger makes a confirmation usable at most once, and records what
+// came of it, so that every retry of the approval gets that one answer.
 //
 // A server that asks a person "are you sure?" records the question as a
 // pending [Confirmation] with [Ledger.Issue] and acts only after
-// [Ledger.Redeem] has atomically moved it from pending to redeemed. A second
-// redemption of the same confirmation — a replayed approval, a concurrent
-// retry, a retry through another replica sharing the store — fails with
-// [ErrSpent]; a declined question is spent with [Ledger.Cancel] and can never
-// be redeemed afterwards.
+// [Ledger.Redeem] has atomically moved it from pending to acting, with a
+// lease. Once the action has run it records the outcome with
+// [Ledger.Complete]: done (with the action's result), failed, or unknown
+// (the caller cannot tell whether it happened). A second redemption of the
+// same confirmation — a replayed approval, a client retrying after a lost
+// reply, a concurrent retry, a retry through another replica sharing the
+// store — runs nothing and is answered from the record: [ErrInProgress]
+// while the action runs, [ErrDone] with the recorded outcome, or
+// [ErrInDoubt] when no one can tell what happened. A declined question is
+// spent with [Ledger.Cancel] and can never be redeemed afterwards.
 //
 // The MCP specification (2026-07-28, multi round-trip requests) says binding a
 // requestState to principal, TTL and request does not make it single-use, and
 // that servers needing at-most-once must enforce it themselves: this package
 // is that enforcement.
 //
-// What it guarantees: for every confirmation id, at most one Redeem succeeds,
-// and none succeeds after a Cancel, after the confirmation's expiry (checked
-// inside the store's atomic step, on the store's clock), or on a store that
-// never saw the Issue.
+// What it guarantees, for every confirmation id, every store deciding inside
+// its own atomic step on its own clock: at most one Redeem succeeds, and none
+// succeeds after a Cancel, after the confirmation's expiry, or on a store that
+// never saw the Issue; at most one Complete succeeds, only on an acting
+// confirmation before its lease ends, so a late writer cannot overwrite in
+// doubt; every Redeem after an outcome is recorded returns that outcome,
+// whether or not the confirmation's expiry has passed, until the store
+// forgets it (its expiry or its lease's end, whichever is later, plus grace;
+// never before).
 //
-// What it does not guarantee: exactly once. If the process that redeemed a
-// confirmation crashes before acting, the approval is lost, never retried; the
-// user must ask again. It does not check that the redeemed confirmation is
-// for the call at hand: callers compare the returned Confirmation's fields
-// (tool, argument digest, principal, subject) with the request they are
-// about to execute. The in-memory store ([Memory]) is local to one process:
-// behind a load balancer, a confirmation issued by one replica is unknown to
-// another (refused, never honoured twice), and a restart forgets every
-// pending confirmation.
+// What it does not guarantee: exactly-once effects. If the process that
+// redeemed a confirmation crashes before recording an outcome, or its action
+// outlasts the lease, the confirmation is in doubt for good: the action may
+// or may not have happened, it is never run again, and the person must check
+// before asking again. A result longer than [Options.MaxResult] is recorded
+// as its size and SHA-256 only. It does not check that a record is for the
+// call at hand: callers compare the returned Confirmation's fields (tool,
+// argument digest, principal, subject) with the request they are about to
+// execute, or to answer. The in-memory store ([Memory]) is local to one
+// process: behind a load balancer, a confirmation issued by one replica is
+// unknown to another (refused, never honoured twice), and a restart forgets
+// every confirmation and every recorded outcome.
 package ledger
 
 import (

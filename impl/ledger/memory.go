@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bytes"
 	"container/heap"
 	"context"
 	"crypto/rand"
@@ -39,7 +38,8 @@ type MemoryOptions struct {
 }
 
 // Memory is the in-process [Store]. It is safe for concurrent use; every
-// Spend is atomic with respect to every other call.
+// Spend and Complete is atomic with respect to every other call, and reads
+// the clock while it holds its shard's lock.
 //
 // It keeps its confirmations in 64 shards, each a map and an expiry queue
 // under its own mutex, and is an [IDSource]: an id it chooses names, in
@@ -55,8 +55,8 @@ type MemoryOptions struct {
 // chosen by the hash of its name.
 //
 // Expired entries are swept by the calls themselves (no goroutine): each
-// Add and Spend first drops the entries of its shard whose expiry plus
-// grace has passed, in expiry order; every 64th Add of a shard also sweeps
+// Add, Spend and Complete first drops the entries of its shard whose
+// expiry (or lease's end, if later) plus grace has passed, in that order; every 64th Add of a shard also sweeps
 // another, in turn, if one of its entries is due, so that the shards of
 // principals who stopped asking forget too; and an Add that finds a cap
 // reached sweeps every shard that is due before it refuses. A shard that
@@ -64,13 +64,18 @@ type MemoryOptions struct {
 // shrinks. Pending confirmations are capped, so a flood of never-answered
 // questions holds memory flat at the cap. Redeemed and cancelled ones are
 // not capped: each is remembered until its expiry plus grace (11 minutes
-// after issue with the defaults), so that a replay reads as spent; a spent
-// entry keeps only its id, expiry and state.
+// after issue with the defaults), or its lease's end plus grace if that is
+// later, so that every retry is answered from the record. A cancelled
+// entry keeps only its id, expiry and state; a redeemed one keeps its
+// fields too, so that a retry can be checked against what the approval was
+// for, and its outcome once recorded (in its binary form, in a map of its
+// shard), which the ledger bounds ([Options.MaxResult]).
 //
 // Memory (BENCHMARKS.md): a pending confirmation costs its fields (Tool,
 // ArgsDigest and Subject copied into one allocation; Principal kept once
 // per principal) plus about 130 bytes: 290 bytes with a typical 180-byte
-// payload. A spent one still remembered costs about 115 bytes.
+// payload, and as much once redeemed. Recording a typical 107-byte result
+// adds about 200 bytes: 490 in all.
 //
 // It does not survive a restart and is not shared between processes: use a
 // shared store (Redis, PostgreSQL) behind a load balancer.
@@ -112,10 +117,10 @@ type shard struct {
 	mu       sync.Mutex
 	index    int // in its store's shards
 	entries  map[ID]*entry
-	outcomes map[ID]Outcome // of the entries that have one; nil until the first
-	byExpiry expiryQueue    // every entry, soonest to forget first
-	peak     int            // most entries since entries was made
-	adds     uint           // Adds, to sweep another shard every sweepEvery
+	outcomes map[ID][]byte // binary forms of the entries' outcomes; nil until the first
+	byExpiry expiryQueue   // every entry, soonest to forget first
+	peak     int           // most entries since entries was made
+	adds     uint          // Adds, to sweep another shard every sweepEvery
 	// due is when its soonest entry is to be swept (its expiry plus
 	// grace, as an offset from the epoch), for other shards to read
 	// without the lock; written under it.
@@ -420,9 +425,11 @@ func (s *shard) record(m *Memory, e *entry, at time.Duration) (Record, error) {
 		return Record{}, ErrCancelled
 	}
 	r := Record{Confirmation: m.confirmation(e), State: e.state}
-	if o, ok := s.outcomes[e.id]; ok {
-		r.Outcome = o
-		r.Outcome.Result = bytes.Clone(o.Result) // the record stays the store's
+	if b, ok := s.outcomes[e.id]; ok {
+		// A copy: the record stays the store's.
+		if err := r.Outcome.UnmarshalBinary(b); err != nil {
+			panic("ledger: the memory store's own outcome does not decode: " + err.Error())
+		}
 	}
 	switch e.state {
 	case Acting:
@@ -433,7 +440,7 @@ func (s *shard) record(m *Memory, e *entry, at time.Duration) (Record, error) {
 	return r, ErrInDoubt
 }
 
-// Complete implements [Store]. It keeps a copy of o.Result.
+// Complete implements [Store]. It keeps a copy of o, in its binary form.
 func (m *Memory) Complete(ctx context.Context, id ID, o Outcome) (err error) {
 	if err := o.Check(); err != nil {
 		return fmt.Errorf("ledger: complete %s: %w", id, err)
@@ -464,11 +471,14 @@ func (m *Memory) Complete(ctx context.Context, id ID, o Outcome) (err error) {
 		_, err := s.record(m, e, at)
 		return err
 	}
-	o.Result = bytes.Clone(o.Result)
-	if s.outcomes == nil {
-		s.outcomes = make(map[ID]Outcome)
+	b, err := o.MarshalBinary() // a copy, in one allocation
+	if err != nil {
+		return fmt.Errorf("ledger: complete %s: %w", id, err)
 	}
-	s.outcomes[id] = o
+	if s.outcomes == nil {
+		s.outcomes = make(map[ID][]byte)
+	}
+	s.outcomes[id] = b
 	e.state = o.Kind.State()
 	return nil
 }
