@@ -2,12 +2,16 @@ package confirm_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -128,5 +132,67 @@ func TestActOutcomeUnknown(t *testing.T) {
 	res, err = approve(cs, "x", ask(t, cs, "x"))
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "failed") || strings.Contains(resultText(res), "disk on fire") {
 		t.Fatalf("want the generic failure, got %v %s", err, resultText(res))
+	}
+}
+
+// A result longer than the ledger keeps (Options.MaxResult) reaches the
+// call that acted whole; a retry is told its size and SHA-256, and that
+// nothing ran again.
+func TestReplayOfLargeResult(t *testing.T) {
+	big := strings.Repeat("x", 300)
+	fs := newFlowServer(t, ledger.NewMemory(ledger.MemoryOptions{}), ledger.Options{MaxResult: 100},
+		func(context.Context, int64) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: big}}}, nil
+		})
+	cs := fs.session(t)
+	state := ask(t, cs, "x")
+	res, err := approve(cs, "x", state)
+	if err != nil || res.IsError || !strings.Contains(resultText(res), big) {
+		t.Fatalf("the call that acted: %v %s", err, resultText(res))
+	}
+	// What the flow recorded: Act's result as JSON (before the server
+	// adds its _meta on the way out).
+	recorded, err := json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: big}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = approve(cs, "x", state)
+	want := fmt.Sprintf("%d bytes, SHA-256 %x, too large to keep. Nothing was run again.", len(recorded), sha256.Sum256(recorded))
+	if err != nil || res.IsError || !strings.Contains(resultText(res), want) {
+		t.Fatalf("retry: %v %s, want %q", err, resultText(res), want)
+	}
+	if n := fs.effects.Load(); n != 1 {
+		t.Fatalf("the action ran %d times", n)
+	}
+}
+
+// An action slower than its lease runs once, and the caller gets its
+// result; the outcome cannot be recorded, so every retry is told the
+// action is in doubt, and nothing runs again.
+func TestActOutlastsLease(t *testing.T) {
+	clock := time.Unix(1_800_000_000, 0)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	fs := newFlowServer(t, ledger.NewMemory(ledger.MemoryOptions{Now: now}), ledger.Options{Lease: time.Minute, Now: now},
+		func(context.Context, int64) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			clock = clock.Add(time.Minute) // the action takes its whole lease
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done, late"}}}, nil
+		})
+	cs := fs.session(t)
+	state := ask(t, cs, "x")
+	res, err := approve(cs, "x", state)
+	if err != nil || res.IsError || resultText(res) != resultText(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done, late"}}}) {
+		t.Fatalf("the call that acted: %v %s", err, resultText(res))
+	}
+	for range 2 {
+		res, err = approve(cs, "x", state)
+		if err != nil || !res.IsError || !strings.Contains(resultText(res), "may or may not have happened — check before asking again") {
+			t.Fatalf("retry: %v %s, want in doubt", err, resultText(res))
+		}
+	}
+	if n := fs.effects.Load(); n != 1 {
+		t.Fatalf("the action ran %d times", n)
 	}
 }
