@@ -571,8 +571,7 @@ func (r *e2eRun) answered(op Op, a *approval, res *mcp.CallToolResult, err error
 			return answer{err: ledger.ErrUnknown}
 		case strings.Contains(msg, "ledger is unavailable"):
 			return unknown(errLedgerUnavailable, false)
-		case op == OpRedeem && (strings.Contains(msg, "changed after it was approved") ||
-			strings.Contains(msg, "replaced or modified after it was approved") ||
+		case op == OpRedeem && (strings.HasSuffix(msg, "Nothing was deleted.") || // delete_file's refusals at execution
 			strings.Contains(msg, "approved action failed")):
 			// The tool acts only after the ledger redeemed: this is a
 			// successful redeem whose file was gone (or went while it
@@ -819,41 +818,18 @@ func TestEndToEndControls(t *testing.T) {
 	// re-check of the file still stops a second deletion, so the
 	// filesystem alone would not show the defect; the history does.
 	t.Run("check-then-act ledger", func(t *testing.T) {
-		const goroutines, operations = 64, 2_000 // also under -short: the race needs contention
-		root := t.TempDir()
-		url := startReplica(t, "mcp-confirm-e2e-"+randomName(t), newKeys(t), root, &broken{checkThenAct: true})
-		h, r := recordEndToEnd(t, e2eSetup{urls: []string{url}, root: root, goroutines: goroutines, operations: operations})
-		f := r.checkFiles(t)
-		what, ok := doubleSpend(h)
-		t.Logf("%d files deleted, %d kept; %d redeems let through by the ledger deleted nothing, %d files redeemed twice; %s",
-			f.deleted, f.kept, f.notDeleted, f.redeemedTwice, what)
-		if !ok {
-			t.Fatalf("the defect never showed in the history: %v", h.Stats())
-		}
-		wantIllegal(t, h, func(part []porcupine.Operation) bool { _, ok := doubleSpend(History{Operations: part}); return ok })
+		controlLedger(t, &broken{checkThenAct: true}, doubleSpend, func(f fileReport) string {
+			return fmt.Sprintf("%d files redeemed twice", f.redeemedTwice)
+		})
 	})
 
 	// A server whose ledger answers a retry of a done approval by letting
 	// it run again (see broken): the tool's re-check of the file refuses
 	// the second deletion, so the filesystem alone would not show the
 	// defect; the history does — a second successful redeem after the
-	// first one's outcome was recorded.
+	// first one's outcome was recorded (or while it was being recorded).
 	t.Run("replay runs again", func(t *testing.T) {
-		const goroutines, operations = 64, 2_000
-		root := t.TempDir()
-		url := startReplica(t, "mcp-confirm-e2e-"+randomName(t), newKeys(t), root, &broken{rerun: true})
-		h, r := recordEndToEnd(t, e2eSetup{urls: []string{url}, root: root, goroutines: goroutines, operations: operations})
-		f := r.checkFiles(t)
-		what, ok := redeemedAfterOutcome(h)
-		t.Logf("%d files deleted, %d kept; %d redeems let through by the ledger deleted nothing; %s",
-			f.deleted, f.kept, f.notDeleted, what)
-		if !ok {
-			t.Fatalf("the defect never showed in the history: %v", h.Stats())
-		}
-		// Every approval without a linearization was redeemed twice: by
-		// its first retry, and by a replay that ran again (after the
-		// outcome was recorded, or while it was being recorded).
-		wantIllegal(t, h, func(part []porcupine.Operation) bool { _, ok := doubleSpend(History{Operations: part}); return ok })
+		controlLedger(t, &broken{rerun: true}, redeemedAfterOutcome, func(fileReport) string { return "" })
 	})
 
 	// Two replicas with the same keys and name but an in-memory ledger
@@ -887,6 +863,25 @@ func TestEndToEndControls(t *testing.T) {
 			return false
 		})
 	})
+}
+
+// controlLedger runs one server on the deliberately broken store s (the
+// runs check-then-act and replay-runs-again of TestEndToEndControls):
+// the defect must show in the history (defect), and every approval without
+// a linearization must have been redeemed twice. more adds to the log.
+func controlLedger(t *testing.T, s ledger.Store, defect func(History) (string, bool), more func(fileReport) string) {
+	const goroutines, operations = 64, 2_000 // also under -short: the race needs contention
+	root := t.TempDir()
+	url := startReplica(t, "mcp-confirm-e2e-"+randomName(t), newKeys(t), root, s)
+	h, r := recordEndToEnd(t, e2eSetup{urls: []string{url}, root: root, goroutines: goroutines, operations: operations})
+	f := r.checkFiles(t)
+	what, ok := defect(h)
+	t.Logf("%d files deleted, %d kept; %d redeems let through by the ledger deleted nothing; %s; %s",
+		f.deleted, f.kept, f.notDeleted, more(f), what)
+	if !ok {
+		t.Fatalf("the defect never showed in the history: %v", h.Stats())
+	}
+	wantIllegal(t, h, func(part []porcupine.Operation) bool { _, ok := doubleSpend(History{Operations: part}); return ok })
 }
 
 // wantIllegal requires porcupine to reject h, and every partition without

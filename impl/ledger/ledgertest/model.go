@@ -296,18 +296,7 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 				wg.Go(func() { recs[i], errs[i] = stores[i%len(stores)].Spend(racing(ctx, line, i), id, to, Long) })
 			}
 			wg.Wait()
-			// Linearize: the spec applies the winner first, then the others.
-			winner := -1
-			for i, err := range errs {
-				if err == nil {
-					if winner >= 0 {
-						rt.Logf("RedeemRace on #%d: racers %d and %d both spent it", seq(id), winner, i)
-						rt.Fatalf("RedeemRace: two racers both spent one confirmation")
-					}
-					winner = i
-				}
-			}
-			for _, i := range linearized(len(tos), winner) {
+			for _, i := range linearized(rt, errs, "RedeemRace: two racers both spent one confirmation") {
 				want, wantErr := m.Spend(id, tos[i], Long, at)
 				check(rt, "Spend("+tos[i].String()+")", id, i%len(stores), recs[i], errs[i], want, wantErr, at)
 			}
@@ -323,17 +312,7 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 				wg.Go(func() { errs[i] = stores[i%len(stores)].Complete(racing(ctx, line, i), id, o) })
 			}
 			wg.Wait()
-			winner := -1
-			for i, err := range errs {
-				if err == nil {
-					if winner >= 0 {
-						rt.Logf("CompleteRace on #%d: completers %d and %d both recorded an outcome", seq(id), winner, i)
-						rt.Fatalf("CompleteRace: two outcomes recorded for one confirmation")
-					}
-					winner = i
-				}
-			}
-			for _, i := range linearized(len(outs), winner) {
+			for _, i := range linearized(rt, errs, "CompleteRace: two outcomes recorded for one confirmation") {
 				check(rt, "Complete", id, i%len(stores), ledger.Record{}, errs[i], ledger.Record{}, m.Complete(id, outs[i], at), at)
 			}
 		},
@@ -351,14 +330,25 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 	rt.Repeat(actions)
 }
 
-// linearized orders n racers for the spec: the winner (if any) first, then
-// the others.
-func linearized(n, winner int) []int {
-	order := make([]int, 0, n)
+// linearized orders the racers of one race, whose calls returned errs, for
+// the spec: the one that succeeded (if any) first, then the others. If two
+// succeeded, it fails with twice, what the race let happen.
+func linearized(rt *rapid.T, errs []error, twice string) []int {
+	winner := -1
+	for i, err := range errs {
+		if err == nil {
+			if winner >= 0 {
+				rt.Logf("racers %d and %d both succeeded", winner, i)
+				rt.Fatalf("%s", twice)
+			}
+			winner = i
+		}
+	}
+	order := make([]int, 0, len(errs))
 	if winner >= 0 {
 		order = append(order, winner)
 	}
-	for i := range n {
+	for i := range errs {
 		if i != winner {
 			order = append(order, i)
 		}

@@ -108,6 +108,28 @@ func BenchmarkSpendDesigns(b *testing.B) {
 		})
 		return err
 	}
+	putTokenEntry := func(key string, conf ledger.Confirmation) error {
+		return putWithToken(key, conf, func(p redis.Pipeliner) { p.Set(ctx, key, value, time.Hour) })
+	}
+	// tokenTake is layout 3's Spend of an entry putTokenEntry put: LPUSHX
+	// onto its token, GET of the entry, ZREM from the pending set, sent by
+	// send (a pipeline, or MULTI/EXEC).
+	tokenTake := func(name string, send func(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error)) func(string, ledger.Confirmation) error {
+		return func(key string, _ ledger.Confirmation) error {
+			var pushed *redis.IntCmd
+			var entry *redis.StringCmd
+			_, err := send(ctx, func(p redis.Pipeliner) error {
+				pushed = p.LPushX(ctx, key+":token", marker)
+				entry = p.Get(ctx, key)
+				p.ZRem(ctx, pendingSet, key)
+				return nil
+			})
+			if err == nil && (pushed.Val() != 2 || entry.Val() != value) {
+				err = fmt.Errorf("%s did not take its entry: LPUSHX %d, entry %d bytes", name, pushed.Val(), len(entry.Val()))
+			}
+			return err
+		}
+	}
 	storeSpend := func(_ string, conf ledger.Confirmation) error {
 		_, err := store.Spend(ctx, conf.ID, ledger.Acting, ledger.DefaultLease)
 		return err
@@ -126,42 +148,8 @@ func BenchmarkSpendDesigns(b *testing.B) {
 		{name: "store",
 			put:  func(_ string, conf ledger.Confirmation) error { return store.Add(ctx, conf) },
 			take: storeSpend},
-		{name: "pipeline",
-			put: func(key string, conf ledger.Confirmation) error {
-				return putWithToken(key, conf, func(p redis.Pipeliner) { p.Set(ctx, key, value, time.Hour) })
-			},
-			take: func(key string, _ ledger.Confirmation) error {
-				var pushed *redis.IntCmd
-				var entry *redis.StringCmd
-				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-					pushed = p.LPushX(ctx, key+":token", marker)
-					entry = p.Get(ctx, key)
-					p.ZRem(ctx, pendingSet, key)
-					return nil
-				})
-				if err == nil && (pushed.Val() != 2 || entry.Val() != value) {
-					err = fmt.Errorf("pipeline did not take its entry: LPUSHX %d, entry %d bytes", pushed.Val(), len(entry.Val()))
-				}
-				return err
-			}},
-		{name: "storetx",
-			put: func(key string, conf ledger.Confirmation) error {
-				return putWithToken(key, conf, func(p redis.Pipeliner) { p.Set(ctx, key, value, time.Hour) })
-			},
-			take: func(key string, _ ledger.Confirmation) error {
-				var pushed *redis.IntCmd
-				var entry *redis.StringCmd
-				_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-					pushed = p.LPushX(ctx, key+":token", marker)
-					entry = p.Get(ctx, key)
-					p.ZRem(ctx, pendingSet, key)
-					return nil
-				})
-				if err == nil && (pushed.Val() != 2 || entry.Val() != value) {
-					err = fmt.Errorf("storetx did not take its entry: LPUSHX %d, entry %d bytes", pushed.Val(), len(entry.Val()))
-				}
-				return err
-			}},
+		{name: "pipeline", put: putTokenEntry, take: tokenTake("pipeline", c.Pipelined)},
+		{name: "storetx", put: putTokenEntry, take: tokenTake("storetx", c.TxPipelined)},
 		{name: "oldscript",
 			put: func(key string, conf ledger.Confirmation) error {
 				_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
