@@ -1,6 +1,11 @@
 // Package ledgertest is the conformance suite every [ledger.Store] must
 // pass: the in-memory store, Redis and PostgreSQL run the same tests, the
-// same rapid model test and the same concurrency checks.
+// same rapid model test and the same concurrency checks. [Conformance]
+// walks every transition of one confirmation — redeemed, completed done,
+// failed or unknown, its lease ended, cancelled, expired — and checks the
+// record each retry is answered with; [Concurrent] races Spends, and
+// [ConcurrentComplete] races Completes and retries, of one confirmation;
+// [Model] runs all of it against spec/Ledger.tla's transcription.
 //
 // Stores that server replicas share over the network (Redis, PostgreSQL)
 // also run the checks only a networked store needs: [Namespaces],
