@@ -115,14 +115,8 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	if opts.TTL == 0 {
-		opts.TTL = requeststate.DefaultTTL
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
-	}
-	if opts.Store == nil {
-		opts.Store = ledger.NewMemory(ledger.MemoryOptions{Now: opts.Now})
 	}
 	switch {
 	case opts.MaxSessions < 0:
@@ -137,24 +131,21 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		sessions: map[*mcp.ServerSession]*conn{},
 		progress: map[string]progressRoute{},
 	}
-	var err error
-	p.boundary, err = requeststate.New(requeststate.Options{
+	parts, err := confirm.Assemble(confirm.Setup{
+		Audience:  opts.Name,
 		Keys:      opts.Keys,
 		TTL:       opts.TTL,
-		Audience:  opts.Name,
+		Lease:     opts.Lease,
+		Store:     opts.Store,
 		Principal: opts.Principal,
-		Now:       opts.Now,
 		Logger:    opts.Logger,
+		Now:       opts.Now,
+		Observe:   opts.Observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	if p.ledger, err = ledger.New(opts.Store, ledger.Options{TTL: opts.TTL, Lease: opts.Lease, Now: opts.Now, Observe: opts.Observe}); err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
-	}
-	if p.flow, err = confirm.New(confirm.Options{Ledger: p.ledger, Logger: opts.Logger}); err != nil {
-		return nil, fmt.Errorf("proxy: %w", err)
-	}
+	p.boundary, p.ledger, p.flow = parts.Boundary, parts.Ledger, parts.Flow
 	if p.shared, err = p.dial(ctx, nil, nil); err != nil {
 		return nil, err
 	}

@@ -27,7 +27,6 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/filetool"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
@@ -86,34 +85,24 @@ func New(opts Options) (*Server, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	if opts.TTL == 0 {
-		opts.TTL = requeststate.DefaultTTL
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.Store == nil {
-		opts.Store = ledger.NewMemory(ledger.MemoryOptions{Now: opts.Now})
-	}
-	boundary, err := requeststate.New(requeststate.Options{
+	parts, err := confirm.Assemble(confirm.Setup{
+		Audience:  opts.Name,
 		Keys:      opts.Keys,
 		TTL:       opts.TTL,
-		Audience:  opts.Name,
+		Lease:     opts.Lease,
+		Store:     opts.Store,
 		Principal: opts.Principal,
-		Now:       opts.Now,
 		Logger:    opts.Logger,
+		Now:       opts.Now,
+		Observe:   opts.Observe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	l, err := ledger.New(opts.Store, ledger.Options{TTL: opts.TTL, Lease: opts.Lease, Now: opts.Now, Observe: opts.Observe})
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
-	flow, err := confirm.New(confirm.Options{Ledger: l, Logger: opts.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("server: %w", err)
-	}
+	flow := parts.Flow
 	tool, err := filetool.New(filetool.Options{Roots: opts.Roots, Flow: flow, Beneath: opts.Beneath})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -124,9 +113,9 @@ func New(opts Options) (*Server, error) {
 	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{Logger: opts.Logger})
 	// The boundary wraps everything after go-sdk's own legacy-era shim, so
 	// every requestState that crosses the wire is sealed and verified.
-	s.AddReceivingMiddleware(boundary.Middleware())
+	s.AddReceivingMiddleware(parts.Boundary.Middleware())
 	tool.Register(s)
-	return &Server{mcp: s, flow: flow, tool: tool, ttl: opts.TTL, log: opts.Logger}, nil
+	return &Server{mcp: s, flow: flow, tool: tool, ttl: parts.Ledger.TTL(), log: opts.Logger}, nil
 }
 
 // MCP returns the go-sdk server, to run over any transport.

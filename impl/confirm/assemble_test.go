@@ -1,0 +1,37 @@
+package confirm_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+)
+
+func TestAssemble(t *testing.T) {
+	if _, err := confirm.Assemble(confirm.Setup{}); err == nil {
+		t.Fatal("Assemble without an audience: want an error")
+	}
+	if _, err := confirm.Assemble(confirm.Setup{Audience: "a", Keys: [][]byte{[]byte("short")}}); err == nil {
+		t.Fatal("Assemble with a key the boundary refuses: want an error")
+	}
+	for _, tc := range []struct {
+		ttl, want time.Duration
+	}{
+		{0, requeststate.DefaultTTL},
+		{time.Minute, time.Minute},
+	} {
+		p, err := confirm.Assemble(confirm.Setup{Audience: "a", TTL: tc.ttl})
+		if err != nil {
+			t.Fatalf("Assemble(TTL %v): %v", tc.ttl, err)
+		}
+		if p.Boundary == nil || p.Ledger == nil || p.Flow == nil {
+			t.Fatalf("Assemble(TTL %v): missing parts %+v", tc.ttl, p)
+		}
+		// One TTL for the sealed state and the ledger: every retry the
+		// boundary admits is answered from the ledger's record.
+		if got := p.Ledger.TTL(); got != tc.want {
+			t.Errorf("Assemble(TTL %v): ledger TTL %v, want %v", tc.ttl, got, tc.want)
+		}
+	}
+}
