@@ -61,6 +61,7 @@ type Answerer struct {
 	Action  string
 	Confirm bool
 	Before  func() // if set, runs before each answer, while the question is open
+	Fail    error  // if set, the dialog fails with it instead of answering
 	mu      sync.Mutex
 	asked   []string
 }
@@ -76,6 +77,9 @@ func (a *Answerer) Handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 	a.mu.Unlock()
 	if a.Before != nil {
 		a.Before()
+	}
+	if a.Fail != nil {
+		return nil, a.Fail
 	}
 	r := &mcp.ElicitResult{Action: a.Action}
 	if a.Action == "accept" {

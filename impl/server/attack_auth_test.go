@@ -49,7 +49,7 @@ func bearerSession(t *testing.T, url, token string) *mcp.ClientSession {
 	t.Helper()
 	hc := &http.Client{Transport: headerTransport{http.Header{"Authorization": {"Bearer " + token}}, http.DefaultTransport}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: accept().handle,
+		ElicitationHandler: accept().Handle,
 		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)

@@ -124,7 +124,7 @@ func TestAttackSymlinkDirectoryOnPath(t *testing.T) {
 				if !strings.Contains(text(res), "Nothing was asked or deleted") {
 					t.Errorf("%s: the refusal does not say nothing was asked: %q", rel, text(res))
 				}
-				if n := len(ans.questions()); n != 0 {
+				if n := len(ans.Questions()); n != 0 {
 					t.Fatalf("%s: %d questions asked", rel, n)
 				}
 			}
@@ -406,7 +406,7 @@ func TestAttackDirectoryReplacedAfterApproval(t *testing.T) {
 		f := e.file("d/a.txt", "a")
 		d := filepath.Dir(f)
 		ans := accept()
-		ans.before = func() {
+		ans.Before = func() {
 			if err := os.Rename(d, d+"-old"); err != nil {
 				t.Error(err)
 			}
@@ -456,7 +456,7 @@ func TestAttackRootReplaced(t *testing.T) {
 		}
 		session := func(before func()) (*mcp.ClientSession, *answerer) {
 			ans := accept()
-			ans.before = before
+			ans.Before = before
 			return e.connect(clientOptions{era: era, transport: transport, answer: ans}), ans
 		}
 
@@ -478,7 +478,7 @@ func TestAttackRootReplaced(t *testing.T) {
 		cs, ans := session(nil)
 		res, err = call(cs, filepath.Join(data, "a.txt"))
 		wantToolRefusal(t, res, err, "no longer names the directory")
-		if len(ans.questions()) != 0 {
+		if len(ans.Questions()) != 0 {
 			t.Fatal("a question was asked about the replaced root")
 		}
 		wantNoneGone(t, base, before, nil)
@@ -514,7 +514,7 @@ func TestAttackRootReplaced(t *testing.T) {
 		cs, ans = session(nil)
 		res, err = call(cs, filepath.Join(data, "b.txt"))
 		wantToolRefusal(t, res, err, prompt.Path(link, prompt.Options{}))
-		if len(ans.questions()) != 0 {
+		if len(ans.Questions()) != 0 {
 			t.Fatal("a question was asked while a root's name was wrong")
 		}
 		wantNoneGone(t, base, before, nil)
@@ -557,7 +557,7 @@ func TestAttackOverlongPath(t *testing.T) {
 			if len(text(res)) > 600 {
 				t.Errorf("%s: a refusal of %d bytes", name, len(text(res)))
 			}
-			if len(ans.questions()) != 0 {
+			if len(ans.Questions()) != 0 {
 				t.Fatalf("%s: a question was asked", name)
 			}
 		}
@@ -569,7 +569,7 @@ func TestAttackOverlongPath(t *testing.T) {
 		// At the limits, a path is asked about as usual.
 		ans := decline()
 		res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), atLimit)
-		if err != nil || res.IsError || len(ans.questions()) != 1 {
+		if err != nil || res.IsError || len(ans.Questions()) != 1 {
 			t.Fatalf("a name of exactly NAME_MAX bytes: %v %s", err, describe(res))
 		}
 	})

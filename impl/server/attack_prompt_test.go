@@ -33,7 +33,7 @@ func askAll(t *testing.T, era, transport string, names []string) (*env, []string
 		}
 		wantExists(t, f)
 	}
-	qs := ans.questions()
+	qs := ans.Questions()
 	if len(qs) != len(names) {
 		t.Fatalf("asked %d questions, want %d", len(qs), len(names))
 	}
@@ -258,7 +258,7 @@ func TestAttackInvisibleSpaces(t *testing.T) {
 		res, err := call(cs, two)
 		wantDeleted(t, res, err, two)
 		wantExists(t, one)
-		if q := ans.questions(); len(q) != 1 || !strings.Contains(q[0], `old\u{20}\u{20}notes.txt`) {
+		if q := ans.Questions(); len(q) != 1 || !strings.Contains(q[0], `old\u{20}\u{20}notes.txt`) {
 			t.Errorf("approved question %q does not show the two spaces", q)
 		}
 		if !strings.Contains(text(res), `old\u{20}\u{20}notes.txt`) {

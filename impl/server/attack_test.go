@@ -150,7 +150,7 @@ func TestAttackForgedSystemPrompt(t *testing.T) {
 				}
 				wantExists(t, f)
 			}
-			qs := ans.questions()
+			qs := ans.Questions()
 			if len(qs) != len(names) {
 				t.Fatalf("asked %d questions, want %d", len(qs), len(names))
 			}
@@ -283,7 +283,7 @@ func TestAttackPathOutsideRoots(t *testing.T) {
 				cs := e.connect(clientOptions{era: era, answer: ans})
 				res, err := call(cs, p)
 				wantToolRefusal(t, res, err, "")
-				if len(ans.questions()) != 0 {
+				if len(ans.Questions()) != 0 {
 					t.Fatalf("a question was asked for %q", p)
 				}
 			})
@@ -306,7 +306,7 @@ func TestAttackNoRootsRefusesAll(t *testing.T) {
 		ans := accept()
 		res, err := call(e.connect(clientOptions{era: era, answer: ans}), victim)
 		wantToolRefusal(t, res, err, "no --root")
-		if len(ans.questions()) != 0 {
+		if len(ans.Questions()) != 0 {
 			t.Fatal("a question was asked")
 		}
 	}

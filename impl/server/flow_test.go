@@ -25,7 +25,7 @@ func TestDeleteConfirmed(t *testing.T) {
 		res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
 		wantDeleted(t, res, err, f)
 		wantExists(t, keep)
-		qs := ans.questions()
+		qs := ans.Questions()
 		if len(qs) != 1 {
 			t.Fatalf("asked %d times, want 1", len(qs))
 		}
@@ -52,8 +52,8 @@ func TestDeleteConfirmed(t *testing.T) {
 // confirmation: the same state cannot be accepted later.
 func TestDeclined(t *testing.T) {
 	for _, era := range []string{eraMRTR, eraLegacy} {
-		for _, ans := range []*answerer{decline(), {action: "cancel"}, {action: "accept", confirm: false}} {
-			t.Run(era+"/"+ans.action, func(t *testing.T) {
+		for _, ans := range []*answerer{decline(), {Action: "cancel"}, {Action: "accept", Confirm: false}} {
+			t.Run(era+"/"+ans.Action, func(t *testing.T) {
 				e := newEnv(t, envOptions{})
 				f := e.file("a.txt", "a")
 				res, err := call(e.connect(clientOptions{era: era, answer: ans}), f)
@@ -88,14 +88,14 @@ func TestFailingDialog(t *testing.T) {
 	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
 		e := newEnv(t, envOptions{})
 		f := e.file("a.txt", "a")
-		ans := &answerer{fail: errors.New("the dialog could not be shown")}
+		ans := &answerer{Fail: errors.New("the dialog could not be shown")}
 		res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
 		if err == nil && !res.IsError {
 			t.Fatalf("a failed dialog ended in success: %s", describe(res))
 		}
 		wantExists(t, f)
-		if len(ans.questions()) != 1 || e.issued() != 1 {
-			t.Fatalf("asked %d times, issued %d confirmations; want 1 and 1", len(ans.questions()), e.issued())
+		if len(ans.Questions()) != 1 || e.issued() != 1 {
+			t.Fatalf("asked %d times, issued %d confirmations; want 1 and 1", len(ans.Questions()), e.issued())
 		}
 		cancelled := e.count(ledger.ActionCancel, ledger.ResultOK)
 		if want := map[string]int{eraLegacy: 1, eraMRTR: 0}[era]; cancelled != want {
@@ -169,7 +169,7 @@ func TestBinaryOverStdio(t *testing.T) {
 				t.Fatal(err)
 			}
 			ans := accept()
-			client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: ans.handle})
+			client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: ans.Handle})
 			cmd := exec.Command(bin, "--root", root)
 			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era})
 			if err != nil {
@@ -178,8 +178,8 @@ func TestBinaryOverStdio(t *testing.T) {
 			defer cs.Close()
 			res, err := call(cs, f)
 			wantDeleted(t, res, err, f)
-			if len(ans.questions()) != 1 {
-				t.Fatalf("asked %d times", len(ans.questions()))
+			if len(ans.Questions()) != 1 {
+				t.Fatalf("asked %d times", len(ans.Questions()))
 			}
 		})
 	}

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -15,12 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/beneath"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/server"
 )
 
@@ -43,18 +41,11 @@ func newClock() *clock {
 func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+// The real-client test support this package shares with the proxy's tests.
+type (
+	answerer   = mcptest.Answerer
+	syncBuffer = mcptest.SyncBuffer
+)
 
 // env is one running server with its own root directory and ledger trace.
 type env struct {
@@ -146,42 +137,8 @@ func (e *env) file(name, content string) string {
 	return p
 }
 
-// answerer is a client's elicitation handler: it records the questions and
-// answers with a fixed action.
-type answerer struct {
-	action  string // "accept", "decline" or "cancel"
-	confirm bool
-	fail    error  // if set, the dialog fails with it instead of answering
-	before  func() // if set, runs while the person reads the question
-	mu      sync.Mutex
-	asked   []string
-}
-
-func (a *answerer) handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	a.mu.Lock()
-	a.asked = append(a.asked, req.Params.Message)
-	a.mu.Unlock()
-	if a.before != nil {
-		a.before()
-	}
-	if a.fail != nil {
-		return nil, a.fail
-	}
-	r := &mcp.ElicitResult{Action: a.action}
-	if a.action == "accept" {
-		r.Content = map[string]any{"confirm": a.confirm}
-	}
-	return r, nil
-}
-
-func (a *answerer) questions() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.asked...)
-}
-
-func accept() *answerer  { return &answerer{action: "accept", confirm: true} }
-func decline() *answerer { return &answerer{action: "decline"} }
+func accept() *answerer  { return mcptest.Accept() }
+func decline() *answerer { return mcptest.Decline() }
 
 // transport kinds.
 const (
@@ -212,7 +169,7 @@ func (e *env) connect(o clientOptions) *mcp.ClientSession {
 	e.t.Helper()
 	copts := &mcp.ClientOptions{}
 	if o.answer != nil {
-		copts.ElicitationHandler = o.answer.handle
+		copts.ElicitationHandler = o.answer.Handle
 	}
 	if o.manual {
 		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
@@ -278,9 +235,7 @@ func retry(cs *mcp.ClientSession, path, state string, answer *mcp.ElicitResult) 
 	})
 }
 
-func yes() *mcp.ElicitResult {
-	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
-}
+func yes() *mcp.ElicitResult { return mcptest.Yes() }
 
 // ask performs the first round by hand and returns the sealed state.
 func ask(t *testing.T, cs *mcp.ClientSession, path string) string {
@@ -298,24 +253,7 @@ func ask(t *testing.T, cs *mcp.ClientSession, path string) string {
 	return res.RequestState
 }
 
-func describe(res *mcp.CallToolResult) string {
-	if res == nil {
-		return "<nil result>"
-	}
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	if res.NeedsInput() {
-		return "input_required"
-	}
-	if res.IsError {
-		return "tool error: " + b.String()
-	}
-	return "result: " + b.String()
-}
+func describe(res *mcp.CallToolResult) string { return mcptest.Describe(res) }
 
 func text(res *mcp.CallToolResult) string {
 	return strings.TrimPrefix(strings.TrimPrefix(describe(res), "tool error: "), "result: ")
@@ -325,31 +263,14 @@ func text(res *mcp.CallToolResult) string {
 // call: a JSON-RPC error with exactly the frozen code, message and data.
 func wantBoundaryRefusal(t *testing.T, res *mcp.CallToolResult, err error) {
 	t.Helper()
-	var werr *jsonrpc.Error
-	if !errors.As(err, &werr) {
-		t.Fatalf("want the boundary's JSON-RPC error, got err=%v res=%s", err, describe(res))
-	}
-	if werr.Code != requeststate.RejectCode || werr.Message != requeststate.RejectMessage {
-		t.Fatalf("JSON-RPC error = %d %q, want %d %q", werr.Code, werr.Message, requeststate.RejectCode, requeststate.RejectMessage)
-	}
-	if got := strings.Join(strings.Fields(string(werr.Data)), ""); got != requeststate.RejectData {
-		t.Fatalf("JSON-RPC error data = %s, want %s", werr.Data, requeststate.RejectData)
-	}
+	mcptest.WantBoundaryRefusal(t, res, err)
 }
 
 // wantToolRefusal asserts that the tool (not the boundary) refused the
 // call with an IsError result mentioning want.
 func wantToolRefusal(t *testing.T, res *mcp.CallToolResult, err error, want string) {
 	t.Helper()
-	if err != nil {
-		t.Fatalf("want a tool error result, got a protocol error: %v", err)
-	}
-	if res == nil || !res.IsError || res.NeedsInput() {
-		t.Fatalf("want a tool error result, got %s", describe(res))
-	}
-	if !strings.Contains(text(res), want) {
-		t.Fatalf("tool error %q does not mention %q", text(res), want)
-	}
+	mcptest.WantToolRefusal(t, res, err, want)
 }
 
 func wantDeleted(t *testing.T, res *mcp.CallToolResult, err error, path string) {

@@ -59,8 +59,8 @@ func TestLostReplyAnsweredAgain(t *testing.T) {
 			e.file("a.txt", "a")
 			ans := decline()
 			res, err = call(e.connect(clientOptions{era: eraLegacy, transport: transport, answer: ans}), f)
-			if err != nil || !strings.Contains(text(res), "Not confirmed") || len(ans.questions()) != 1 {
-				t.Fatalf("the older era's retry: err=%v res=%s, asked %d times; want a new question, declined", err, describe(res), len(ans.questions()))
+			if err != nil || !strings.Contains(text(res), "Not confirmed") || len(ans.Questions()) != 1 {
+				t.Fatalf("the older era's retry: err=%v res=%s, asked %d times; want a new question, declined", err, describe(res), len(ans.Questions()))
 			}
 			wantExists(t, f)
 
@@ -74,8 +74,8 @@ func TestLostReplyAnsweredAgain(t *testing.T) {
 			res, err = retry(older, f, state, yes())
 			wantReplayed(t, res, err, first)
 			wantExists(t, f)
-			if len(ans.questions()) != 1 {
-				t.Fatalf("the replay on the older era asked %d more questions", len(ans.questions())-1)
+			if len(ans.Questions()) != 1 {
+				t.Fatalf("the replay on the older era asked %d more questions", len(ans.Questions())-1)
 			}
 			wantEvents(t, e, map[event]int{
 				{ledger.ActionRedeem, ledger.ResultOK, 0}:                    2,
