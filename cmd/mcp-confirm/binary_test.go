@@ -401,6 +401,15 @@ func serves(t *testing.T, env []string, args ...string) string {
 	if m := s.roundTrip(initBody); m["result"] == nil {
 		t.Fatalf("initialize: %v; stderr:\n%s", m, s.stderr.String())
 	}
+	// exec copies stderr in a goroutine of its own, which may lag behind
+	// the reply read from stdout: wait for the line logged after every
+	// start-up warning, so that the caller sees all of them.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(s.stderr.String(), "serving MCP on stdio"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no start-up log line after initialize; stderr:\n%s", s.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return s.stderr.String()
 }
 
