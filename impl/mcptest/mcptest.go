@@ -110,6 +110,8 @@ type ClientOptions struct {
 	Manual bool
 	// Client holds further client options; Answer and Manual are set on it.
 	Client *mcp.ClientOptions
+	// Header is added to every HTTP request (e.g. Authorization).
+	Header http.Header
 }
 
 // Connect starts a real go-sdk client session to s: over an in-memory
@@ -141,7 +143,11 @@ func Connect(tb testing.TB, s *mcp.Server, h http.Handler, o ClientOptions) *mcp
 	case HTTP:
 		hs := httptest.NewServer(h)
 		tb.Cleanup(hs.Close)
-		t = &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hs.Client()}
+		hc := hs.Client()
+		if o.Header != nil {
+			hc = &http.Client{Transport: HeaderTransport{Header: o.Header, Next: hc.Transport}}
+		}
+		t = &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}
 	default:
 		tb.Fatalf("unknown transport %q", o.Transport)
 	}
@@ -155,6 +161,21 @@ func Connect(tb testing.TB, s *mcp.Server, h http.Handler, o ClientOptions) *mcp
 	}
 	tb.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// A HeaderTransport adds Header to every request before Next sends it.
+type HeaderTransport struct {
+	Header http.Header
+	Next   http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (h HeaderTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.Header {
+		r.Header[k] = v
+	}
+	return h.Next.RoundTrip(r)
 }
 
 // Describe says what a tools/call result is, for failure messages.

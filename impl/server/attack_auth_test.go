@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/impl/bearer"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 )
 
 // bearerServer serves e over HTTP behind the server's own authentication
@@ -47,7 +48,7 @@ func bearerServer(t *testing.T, e *env, users map[string]string) *httptest.Serve
 // questions by hand (MRTR) so that they stay pending until answered.
 func bearerSession(t *testing.T, url, token string) *mcp.ClientSession {
 	t.Helper()
-	hc := &http.Client{Transport: headerTransport{http.Header{"Authorization": {"Bearer " + token}}, http.DefaultTransport}}
+	hc := &http.Client{Transport: mcptest.HeaderTransport{Header: http.Header{"Authorization": {"Bearer " + token}}, Next: http.DefaultTransport}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: accept().Handle,
 		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,57 +166,13 @@ type clientOptions struct {
 // connect starts a real go-sdk client session to e's server.
 func (e *env) connect(o clientOptions) *mcp.ClientSession {
 	e.t.Helper()
-	copts := &mcp.ClientOptions{}
-	if o.answer != nil {
-		copts.ElicitationHandler = o.answer.Handle
+	var h http.Handler
+	if o.transport == httpT {
+		h = e.srv.Handler()
 	}
-	if o.manual {
-		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
-	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
-	ctx := context.Background()
-	var t mcp.Transport
-	switch o.transport {
-	case inMemory, "":
-		ct, st := mcp.NewInMemoryTransports()
-		ss, err := e.srv.MCP().Connect(ctx, st, nil)
-		if err != nil {
-			e.t.Fatalf("server connect: %v", err)
-		}
-		e.t.Cleanup(func() { ss.Close() })
-		t = ct
-	case httpT:
-		hs := httptest.NewServer(e.srv.Handler())
-		e.t.Cleanup(hs.Close)
-		hc := hs.Client()
-		if o.header != nil {
-			hc = &http.Client{Transport: headerTransport{o.header, hs.Client().Transport}}
-		}
-		t = &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}
-	}
-	era := o.era
-	if era == "" {
-		era = eraMRTR
-	}
-	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: era})
-	if err != nil {
-		e.t.Fatalf("client connect (%s, %s): %v", era, o.transport, err)
-	}
-	e.t.Cleanup(func() { cs.Close() })
-	return cs
-}
-
-type headerTransport struct {
-	h    http.Header
-	next http.RoundTripper
-}
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.h {
-		r.Header[k] = v
-	}
-	return h.next.RoundTrip(r)
+	return mcptest.Connect(e.t, e.srv.MCP(), h, mcptest.ClientOptions{
+		Era: o.era, Transport: o.transport, Answer: o.answer, Manual: o.manual, Header: o.header,
+	})
 }
 
 // call calls delete_file on path.
