@@ -147,6 +147,28 @@ export function startHTTP(bin, args, after = [], { auth = true } = {}) {
 }
 
 /** SIGTERM, then SIGKILL after 3 s. */
+// keepStderr keeps what a stdio transport's server writes to stderr, as
+// ctx.serverLog, for the failure message.
+export function keepStderr(ctx, t) {
+  let log = '';
+  t.stderr?.on('data', (d) => { log += d; });
+  ctx.serverLog = () => log;
+}
+
+// MRTR is the first protocol version with multi round-trip requests.
+export const MRTR = '2026-07-28';
+
+// connectEra connects a @modelcontextprotocol/client over t, closes it when
+// the case ends, and checks that it negotiated era's protocol: MRTR itself,
+// or (for 'legacy') an older one. It returns the negotiated version.
+export async function connectEra(ctx, client, t, era) {
+  ctx.defer(() => client.close());
+  await client.connect(t);
+  const v = client.getNegotiatedProtocolVersion();
+  want(era === MRTR ? v === MRTR : v < MRTR, `negotiated protocol ${v}, want ${era === MRTR ? MRTR : 'an older era'}`);
+  return v;
+}
+
 export function stopProcess(proc) {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {

@@ -21,12 +21,12 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 import {
   ACCEPT, DECLINE, answerer, binary, installedVersion, runCases, startHTTP, text, want, wantReplayed, wantResult, wantToolError,
+  keepStderr, connectEra, MRTR,
 } from './lib.mjs';
 
 const PKG = '@modelcontextprotocol/client';
 const UPSTREAM = '@modelcontextprotocol/server-filesystem';
 const NAME = `${PKG}@${installedVersion(PKG)} -> proxy -> ${UPSTREAM}@${installedVersion(UPSTREAM)}`;
-const MRTR = '2026-07-28';
 const LEGACY = 'legacy';
 const bin = binary();
 const here = path.dirname(new URL(import.meta.url).pathname);
@@ -72,15 +72,9 @@ async function connect(ctx, client, era, transport, d) {
     t = new StreamableHTTPClientTransport(new URL(srv.url), { authProvider: srv.authProvider });
   } else {
     t = new StdioClientTransport({ command: bin, args: [...proxyArgs, ...upstream], stderr: 'pipe' });
-    let log = '';
-    t.stderr?.on('data', (c) => { log += c; });
-    ctx.serverLog = () => log;
+    keepStderr(ctx, t);
   }
-  ctx.defer(() => client.close());
-  await client.connect(t);
-  const v = client.getNegotiatedProtocolVersion();
-  want(era === MRTR ? v === MRTR : v < MRTR, `negotiated protocol ${v}, want ${era === MRTR ? MRTR : 'an older era'}`);
-  return v;
+  return connectEra(ctx, client, t, era);
 }
 
 const read = (f) => fs.readFileSync(f, 'utf8');

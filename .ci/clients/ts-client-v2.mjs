@@ -17,11 +17,11 @@ import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import {
   ACCEPT, DECLINE, answerer, binary, describeError, installedVersion, makeKeyFile, makeRoot, runCases, startHTTP,
   want, wantAskedOnce, wantCleanDialogFailure, wantReplayed, wantResult, wantToolError,
+  keepStderr, connectEra, MRTR,
 } from './lib.mjs';
 
 const PKG = '@modelcontextprotocol/client';
 const NAME = `${PKG}@${installedVersion(PKG)}`;
-const MRTR = '2026-07-28';
 const LEGACY = 'legacy';
 const bin = binary();
 
@@ -54,15 +54,9 @@ async function connect(ctx, client, era, transport, root, { server, args = [] } 
     t = new StreamableHTTPClientTransport(new URL(srv.url), { authProvider: srv.authProvider });
   } else {
     t = new StdioClientTransport({ command: bin, args: ['--root', root.dir, ...args], stderr: 'pipe' });
-    let log = '';
-    t.stderr?.on('data', (d) => { log += d; });
-    ctx.serverLog = () => log;
+    keepStderr(ctx, t);
   }
-  ctx.defer(() => client.close());
-  await client.connect(t);
-  const v = client.getNegotiatedProtocolVersion();
-  want(era === MRTR ? v === MRTR : v < MRTR, `negotiated protocol ${v}, want ${era === MRTR ? MRTR : 'an older era'}`);
-  return v;
+  return connectEra(ctx, client, t, era);
 }
 
 const call = (client, root, extra = {}, options) =>

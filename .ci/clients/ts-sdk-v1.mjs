@@ -15,6 +15,7 @@ import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION } from '@modelcontextproto
 import {
   ACCEPT, DECLINE, answerer, binary, installedVersion, makeRoot, runCases, startHTTP,
   want, wantAskedOnce, wantCleanDialogFailure, wantResult, wantToolError,
+  keepStderr,
 } from './lib.mjs';
 
 const PKG = '@modelcontextprotocol/sdk';
@@ -36,9 +37,7 @@ async function connect(ctx, client, transport, root) {
     t = new StreamableHTTPClientTransport(new URL(srv.url), { requestInit: { headers: srv.headers } });
   } else {
     t = new StdioClientTransport({ command: bin, args: ['--root', root.dir], stderr: 'pipe' });
-    let log = '';
-    t.stderr?.on('data', (d) => { log += d; });
-    ctx.serverLog = () => log;
+    keepStderr(ctx, t);
   }
   ctx.defer(() => client.close());
   await client.connect(t);
