@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/beneath"
-	"github.com/mcp-confirm/mcp-confirm/impl/beneath/beneathtest"
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath"
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath/beneathtest"
 )
 
 // FuzzBeneath asserts that package beneath never resolves outside its root

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/beneath/beneathtest"
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/filetool"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath/beneathtest"
 )
 
 // FuzzLocate asserts that delete_file's path validation never accepts a

@@ -13,8 +13,8 @@ import (
 	"github.com/rivo/uniseg"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/confusables"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+	"github.com/mcp-confirm/mcp-confirm/internal/confusables"
 )
 
 // sanitizeSeeds are the hostile values of impl/prompt's table tests.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/keyfile"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
+	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
 )
 
 // FuzzStdioLine: whatever a client writes on stdio, every line the server

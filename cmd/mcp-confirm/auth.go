@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/bearer"
+	"github.com/mcp-confirm/mcp-confirm/internal/bearer"
 )
 
 // authFlags are the HTTP front door's authentication, shared by the server

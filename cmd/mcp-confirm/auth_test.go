@@ -17,8 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/bearer"
-	"github.com/mcp-confirm/mcp-confirm/impl/bearer/bearertest"
+	"github.com/mcp-confirm/mcp-confirm/internal/bearer"
+	"github.com/mcp-confirm/mcp-confirm/internal/bearer/bearertest"
 )
 
 // TestAuthFlags: what the authentication flags refuse, before anything is

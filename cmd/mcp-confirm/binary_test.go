@@ -25,9 +25,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger/redistest"
-	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
+	"github.com/mcp-confirm/mcp-confirm/internal/redistest"
 )
 
 // The tests in this file run the built binary, as operators and attackers

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/keyfile"
+	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
 )
 
 const keygenUsage = `Usage:

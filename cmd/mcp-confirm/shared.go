@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/keyfile"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/server"
+	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
 )
 
 // ledgerEnv names the environment variable that may hold the ledger URL:

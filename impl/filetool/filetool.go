@@ -47,10 +47,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/beneath"
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath"
 )
 
 // Name is the tool's name.

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/beneath/beneathtest"
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath/beneathtest"
 )
 
 func TestMain(m *testing.M) {

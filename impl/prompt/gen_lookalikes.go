@@ -11,7 +11,7 @@ import (
 	"log"
 	"os"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/confusables"
+	"github.com/mcp-confirm/mcp-confirm/internal/confusables"
 )
 
 func main() {

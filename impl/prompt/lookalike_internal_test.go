@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/confusables"
+	"github.com/mcp-confirm/mcp-confirm/internal/confusables"
 )
 
 // confusablesSHA256 pins testdata/confusables.txt: UTS #39 version 15.0.0,

@@ -9,7 +9,7 @@ import (
 	"github.com/rivo/uniseg"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
-	"github.com/mcp-confirm/mcp-confirm/impl/prompt/prompttest"
+	"github.com/mcp-confirm/mcp-confirm/internal/prompttest"
 )
 
 // showIsolates makes Path's invisible structure visible: ⟨…⟩ for each

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/confusables"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+	"github.com/mcp-confirm/mcp-confirm/internal/confusables"
 )
 
 // forged is the seed project's file name that forges a second prompt.

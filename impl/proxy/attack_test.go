@@ -13,11 +13,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 	"github.com/mcp-confirm/mcp-confirm/impl/server"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // The approval of write(/tmp/a.txt, "x") replayed onto other arguments, or

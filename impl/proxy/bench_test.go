@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // benchClient connects a 2026-07-28 go-sdk client that answers every

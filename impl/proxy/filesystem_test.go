@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // filesystemPolicy is the README's policy for the filesystem server.

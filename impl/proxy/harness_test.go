@@ -18,9 +18,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // Protocol eras under test, on either side of the proxy.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // A confirmed call, in every pairing of protocol eras (client ↔ proxy ↔

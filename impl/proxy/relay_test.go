@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // addRelayFeatures gives the upstream a prompt, a resource and a template,

@@ -13,8 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // wire is one JSON-RPC message as read back from the server.

@@ -18,9 +18,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/bearer"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
+	"github.com/mcp-confirm/mcp-confirm/internal/bearer"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // bearerServer serves e over HTTP behind the server's own authentication

@@ -28,11 +28,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/beneath"
-	"github.com/mcp-confirm/mcp-confirm/impl/beneath/beneathtest"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath"
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath/beneathtest"
 )
 
 func TestMain(m *testing.M) {

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/confusables"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
-	"github.com/mcp-confirm/mcp-confirm/impl/prompt/prompttest"
+	"github.com/mcp-confirm/mcp-confirm/internal/confusables"
+	"github.com/mcp-confirm/mcp-confirm/internal/prompttest"
 )
 
 // askAll asks about each file (created under e's root) with the person

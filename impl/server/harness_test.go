@@ -15,10 +15,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/beneath"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/impl/server"
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // Protocol eras under test.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger/redistest"
+	"github.com/mcp-confirm/mcp-confirm/internal/redistest"
 )
 
 func store(t *testing.T, r *redistest.Server) *redisledger.Store {

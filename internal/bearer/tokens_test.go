@@ -11,7 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/bearer"
+	"github.com/mcp-confirm/mcp-confirm/internal/bearer"
 )
 
 func TestParseTokens(t *testing.T) {

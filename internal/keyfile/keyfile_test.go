@@ -11,8 +11,8 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/keyfile"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
 )
 
 // key is a fixed random-looking key for tests.

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/bearer"
-	"github.com/mcp-confirm/mcp-confirm/impl/bearer/bearertest"
+	"github.com/mcp-confirm/mcp-confirm/internal/bearer"
+	"github.com/mcp-confirm/mcp-confirm/internal/bearer/bearertest"
 )
 
 // kid returns the kid in a JWT's header.

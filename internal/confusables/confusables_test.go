@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/confusables"
+	"github.com/mcp-confirm/mcp-confirm/internal/confusables"
 )
 
 const header = "\uFEFF# confusables.txt\n# Version: 15.0.0\n"

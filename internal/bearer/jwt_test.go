@@ -19,7 +19,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/bearer"
+	"github.com/mcp-confirm/mcp-confirm/internal/bearer"
 )
 
 const resource = "https://files.example.com/mcp"

@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/beneath/beneathtest"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath/beneathtest"
 )
 
 // resolvers runs f once with openat2 and once with the walk.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/bearer"
+	"github.com/mcp-confirm/mcp-confirm/internal/bearer"
 )
 
 // echo answers with the principal the middleware let through.
