@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
-	"github.com/mcp-confirm/mcp-confirm/impl/filetool"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/internal/beneath/beneathtest"
+	"github.com/mcp-confirm/mcp-confirm/internal/filetool"
 )
 
 // FuzzLocate asserts that delete_file's path validation never accepts a

@@ -1,6 +1,6 @@
 package linearizability
 
-// End-to-end histories: the reference server (impl/server) over streamable
+// End-to-end histories: the reference server (internal/server) over streamable
 // HTTP, driven by real go-sdk clients speaking 2026-07-28 multi round-trip
 // requests with the retries done by hand, one ClientSession per goroutine.
 //
@@ -48,7 +48,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/server"
+	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
 const (

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/server"
+	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
 // fixtureDone is the text of a fixture's approved action.

@@ -2,7 +2,7 @@
 
 package main
 
-import "github.com/mcp-confirm/mcp-confirm/impl/server"
+import "github.com/mcp-confirm/mcp-confirm/internal/server"
 
 // newServer assembles the production server. A binary built with
 // -tags conformance adds the conformance suite's fixture tools instead (see

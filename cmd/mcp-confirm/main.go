@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
-	"github.com/mcp-confirm/mcp-confirm/impl/server"
+	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
 func main() {

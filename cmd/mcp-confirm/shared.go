@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/server"
 	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
+	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
 // ledgerEnv names the environment variable that may hold the ledger URL:

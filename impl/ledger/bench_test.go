@@ -22,7 +22,7 @@ import (
 // records it, every string freshly allocated as a decoded request's would
 // be: tool "delete_file" (11 bytes), a hex SHA-256 argument digest (64), a
 // 23-byte principal shared by 100 confirmations each, and the file identity
-// as impl/filetool encodes it (82): 180 bytes of payload.
+// as internal/filetool encodes it (82): 180 bytes of payload.
 func representative(i int) ledger.Confirmation {
 	sum := sha256.Sum256([]byte(fmt.Sprint(i)))
 	return ledger.Confirmation{

@@ -16,8 +16,8 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
-	"github.com/mcp-confirm/mcp-confirm/impl/server"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
+	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
 // The approval of write(/tmp/a.txt, "x") replayed onto other arguments, or

@@ -47,7 +47,7 @@
 // # What it cannot guarantee
 //
 //   - It does not understand the resource a tool acts on, so it cannot
-//     re-check it (as impl/filetool re-checks a file's identity): between
+//     re-check it (as internal/filetool re-checks a file's identity): between
 //     the question and the call, the file, row or ticket named in the
 //     arguments may change. What is bound instead is the exact arguments and
 //     the tool's definition, as the upstream describes it.

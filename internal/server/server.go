@@ -24,10 +24,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
-	"github.com/mcp-confirm/mcp-confirm/impl/filetool"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 	"github.com/mcp-confirm/mcp-confirm/internal/beneath"
+	"github.com/mcp-confirm/mcp-confirm/internal/filetool"
 )
 
 // DefaultName is the server's name, and the default audience of its

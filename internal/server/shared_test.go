@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/server"
+	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
 // sharedStores lists the shared-store URLs under test; a store whose

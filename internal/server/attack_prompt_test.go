@@ -174,7 +174,7 @@ func TestAttackLookalikeDelimiters(t *testing.T) {
 	if pairs < 15 {
 		t.Fatalf("only %d pairs of angle brackets by name", pairs)
 	}
-	d, err := confusables.Load("../prompt/testdata/confusables.txt")
+	d, err := confusables.Load("../../impl/prompt/testdata/confusables.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
