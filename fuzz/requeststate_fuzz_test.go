@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"reflect"
 	"regexp"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/internal/statetoken"
 )
 
 // Public test secrets: the first seals new tokens, both verify.
@@ -38,16 +37,13 @@ func committedTokens() []string {
 	}
 }
 
-func fuzzBoundary(t testing.TB) *requeststate.Boundary {
-	b, err := requeststate.New(requeststate.Options{
-		Keys:     [][]byte{[]byte(fuzzKeyOne), []byte(fuzzKeyTwo)},
-		Audience: "fuzz",
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+// fuzzRing is the key ring of a boundary with Keys fuzzKeyOne, fuzzKeyTwo.
+func fuzzRing(t testing.TB) *statetoken.Ring {
+	r, err := statetoken.NewRing([][]byte{[]byte(fuzzKeyOne), []byte(fuzzKeyTwo)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	return r
 }
 
 // genuineSet returns the committed tokens. Tokens sealed in this process
@@ -65,10 +61,10 @@ func genuineSet() map[string]bool {
 // accepts only genuine tokens (so no re-spelling of one is accepted), what it
 // accepts re-seals to the same claims, and its errors are the documented
 // sentinels and never echo the token.
-func checkOpen(t *testing.T, b *requeststate.Boundary, genuine map[string]bool, tok string) {
-	c, err := b.Open(tok)
+func checkOpen(t *testing.T, r *statetoken.Ring, genuine map[string]bool, tok string) {
+	c, _, err := r.Open(tok)
 	if err != nil {
-		if !errors.Is(err, requeststate.ErrMalformed) && !errors.Is(err, requeststate.ErrUnknownKey) && !errors.Is(err, requeststate.ErrAuth) {
+		if !errors.Is(err, statetoken.ErrMalformed) && !errors.Is(err, statetoken.ErrUnknownKey) && !errors.Is(err, statetoken.ErrAuth) {
 			t.Fatalf("Open error %v is no documented sentinel", err)
 		}
 		if body := strings.TrimPrefix(tok, "v1."); len(body) >= 12 && strings.Contains(err.Error(), body[:12]) {
@@ -82,19 +78,20 @@ func checkOpen(t *testing.T, b *requeststate.Boundary, genuine map[string]bool, 
 	if !genuine[tok] {
 		t.Fatalf("Open accepted a token that was never sealed: %q", tok)
 	}
-	again, err := b.Seal(c)
+	again, err := r.Seal(c)
 	if err != nil {
 		t.Fatalf("re-seal: %v", err)
 	}
-	c2, err := b.Open(again)
+	c2, _, err := r.Open(again)
 	if err != nil || !reflect.DeepEqual(c, c2) {
 		t.Fatalf("re-sealed claims differ: %+v vs %+v (%v)", c, c2, err)
 	}
 }
 
-// FuzzOpen feeds arbitrary token text to Boundary.Open.
+// FuzzOpen feeds arbitrary token text to statetoken's Ring.Open, the first
+// thing the boundary does with a requestState.
 func FuzzOpen(f *testing.F) {
-	b := fuzzBoundary(f)
+	r := fuzzRing(f)
 	genuine := genuineSet()
 	for tok := range genuine {
 		f.Add(tok)
@@ -109,15 +106,15 @@ func FuzzOpen(f *testing.F) {
 	f.Add("v1.")
 	f.Add("v1.AAAA")
 	f.Fuzz(func(t *testing.T, tok string) {
-		checkOpen(t, b, genuine, tok)
+		checkOpen(t, r, genuine, tok)
 	})
 }
 
 // FuzzOpenRaw feeds arbitrary decoded token bytes (key id, nonce,
-// ciphertext, tag), canonically encoded, to Boundary.Open: it reaches the
+// ciphertext, tag), canonically encoded, to Ring.Open: it reaches the
 // AEAD and claims decoding that FuzzOpen's text mutations rarely get past.
 func FuzzOpenRaw(f *testing.F) {
-	b := fuzzBoundary(f)
+	r := fuzzRing(f)
 	genuine := genuineSet()
 	one, two := committedTokens()[0], committedTokens()[3]
 	for tok := range genuine {
@@ -136,7 +133,7 @@ func FuzzOpenRaw(f *testing.F) {
 	rawTwo, _ := base64.RawURLEncoding.DecodeString(two[3:])
 	f.Add(append(bytes.Clone(rawOne[:4]), rawTwo[4:]...))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		checkOpen(t, b, genuine, "v1."+base64.RawURLEncoding.EncodeToString(raw))
+		checkOpen(t, r, genuine, "v1."+base64.RawURLEncoding.EncodeToString(raw))
 	})
 }
 

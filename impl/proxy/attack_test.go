@@ -13,11 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
-	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/internal/server"
+	"github.com/mcp-confirm/mcp-confirm/internal/statetoken"
 )
 
 // The approval of write(/tmp/a.txt, "x") replayed onto other arguments, or
@@ -377,18 +376,18 @@ func TestProxyLostReplyOutcomeUnknown(t *testing.T) {
 // tool did not change; the same state re-sealed unchanged goes through
 // (the control: the re-sealing itself is sound).
 func TestProxySealedFingerprintChecked(t *testing.T) {
-	b, err := requeststate.New(requeststate.Options{Keys: [][]byte{testKey}, Audience: proxy.DefaultName})
+	ring, err := statetoken.NewRing([][]byte{testKey})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reseal := func(t *testing.T, token string, edit func(string) string) string {
 		t.Helper()
-		c, err := b.Open(token)
+		c, _, err := ring.Open(token)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.State = edit(c.State)
-		out, err := b.Seal(c)
+		out, err := ring.Seal(c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/internal/statetoken"
 )
 
 // BenchmarkMiddleware measures the boundary as the server runs it: the
@@ -88,8 +89,8 @@ func BenchmarkMiddleware(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := twin.Middleware()(accepted)(ctx, "tools/call", request(forged)); err == nil || !strings.Contains(log.String(), requeststate.ErrAuth.Error()) {
-		b.Fatalf("forgery: %v, log %q; want a rejection for %v", err, log.String(), requeststate.ErrAuth)
+	if _, err := twin.Middleware()(accepted)(ctx, "tools/call", request(forged)); err == nil || !strings.Contains(log.String(), statetoken.ErrAuth.Error()) {
+		b.Fatalf("forgery: %v, log %q; want a rejection for %v", err, log.String(), statetoken.ErrAuth)
 	}
 
 	b.Run("seal", func(b *testing.B) {

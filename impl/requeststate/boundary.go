@@ -13,6 +13,31 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/statetoken"
+)
+
+// MinSecretLen is the shortest secret New accepts, in bytes.
+const MinSecretLen = statetoken.MinSecretLen // 32
+
+// ErrKey: key material or a key file is unusable ([New]). Check it with
+// errors.Is.
+var ErrKey = statetoken.ErrKey
+
+// Reasons a call is refused besides the token's own ([statetoken.ErrMalformed],
+// [statetoken.ErrUnknownKey], [statetoken.ErrAuth]). They go to the server
+// log, never to the wire, which only ever carries [Rejection]; tests find
+// them there by their text.
+var (
+	// errExpired: the token's expiry has passed, or its lifetime exceeds the TTL.
+	errExpired = errors.New("requeststate: token expired")
+	// errFuture: the token's issue time lies beyond the allowed clock skew.
+	errFuture = errors.New("requeststate: token issued in the future")
+	// errMismatch: the token is bound to another method, target, arguments,
+	// audience or principal.
+	errMismatch = errors.New("requeststate: token bound to a different request")
+	// errPrincipal: the principal could not be determined.
+	errPrincipal = errors.New("requeststate: principal unavailable")
 )
 
 // Defaults for [Options].
@@ -73,9 +98,9 @@ type Options struct {
 // A Boundary seals and verifies requestState. It is safe for concurrent use;
 // it holds only keys derived from the secrets, never the secrets themselves.
 type Boundary struct {
-	ring      []ringKey // ring[0] seals
-	ttl       int64     // ms
-	skew      int64     // ms
+	ring      *statetoken.Ring // its first key seals
+	ttl       int64            // ms
+	skew      int64            // ms
 	audience  string
 	principal func(context.Context, mcp.Request) (string, error)
 	now       func() time.Time
@@ -106,7 +131,7 @@ func New(opts Options) (*Boundary, error) {
 		rand.Read(secret) // crypto/rand.Read never fails
 		secrets = [][]byte{secret}
 	}
-	ring, err := buildRing(secrets)
+	ring, err := statetoken.NewRing(secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -278,12 +303,12 @@ func (b *Boundary) bind(ctx context.Context, method string, req mcp.Request) (Bi
 	switch p := req.GetParams().(type) {
 	case *mcp.CallToolParamsRaw:
 		if p == nil || method != methodCallTool {
-			return bind, "", fmt.Errorf("%w: params %T for %s", ErrMalformed, p, method)
+			return bind, "", fmt.Errorf("%w: params %T for %s", statetoken.ErrMalformed, p, method)
 		}
 		bind.Target, args, wire = p.Name, p.Arguments, p.RequestState
 	case *mcp.GetPromptParams:
 		if p == nil || method != methodGetPrompt {
-			return bind, "", fmt.Errorf("%w: params %T for %s", ErrMalformed, p, method)
+			return bind, "", fmt.Errorf("%w: params %T for %s", statetoken.ErrMalformed, p, method)
 		}
 		bind.Target, wire = p.Name, p.RequestState
 		if args, err = json.Marshal(p.Arguments); err != nil {
@@ -291,17 +316,17 @@ func (b *Boundary) bind(ctx context.Context, method string, req mcp.Request) (Bi
 		}
 	case *mcp.ReadResourceParams:
 		if p == nil || method != methodReadResource {
-			return bind, "", fmt.Errorf("%w: params %T for %s", ErrMalformed, p, method)
+			return bind, "", fmt.Errorf("%w: params %T for %s", statetoken.ErrMalformed, p, method)
 		}
 		bind.Target, wire = p.URI, p.RequestState
 	default:
-		return bind, "", fmt.Errorf("%w: params %T for %s", ErrMalformed, p, method)
+		return bind, "", fmt.Errorf("%w: params %T for %s", statetoken.ErrMalformed, p, method)
 	}
 	if bind.ArgsDigest, err = ArgumentsDigest(args); err != nil {
 		return bind, "", err
 	}
 	if bind.Principal, err = b.principal(ctx, req); err != nil {
-		return bind, "", fmt.Errorf("%w: %v", ErrPrincipal, err)
+		return bind, "", fmt.Errorf("%w: %v", errPrincipal, err)
 	}
 	return bind, wire, nil
 }
@@ -309,7 +334,7 @@ func (b *Boundary) bind(ctx context.Context, method string, req mcp.Request) (Bi
 // verify opens token and checks every claim against bind at the current
 // time, returning the inner state.
 func (b *Boundary) verify(token string, bind Binding) (string, error) {
-	c, k, err := b.open(token)
+	c, k, err := b.ring.Open(token)
 	if err != nil {
 		return "", err
 	}
@@ -317,30 +342,30 @@ func (b *Boundary) verify(token string, bind Binding) (string, error) {
 	// Accept conditions are written positively: only what is shown to hold
 	// passes.
 	if !(c.IssuedAt <= now+b.skew) {
-		return "", ErrFuture
+		return "", errFuture
 	}
 	if !(now < c.Expiry) {
-		return "", ErrExpired
+		return "", errExpired
 	}
 	// Stops a token that outlives the current policy (e.g. after the TTL
 	// was shortened). now < Expiry keeps the subtraction from overflowing.
 	if !(c.Expiry-b.ttl <= c.IssuedAt) {
-		return "", fmt.Errorf("%w: lifetime exceeds TTL", ErrExpired)
+		return "", fmt.Errorf("%w: lifetime exceeds TTL", errExpired)
 	}
 	if !(c.Method == bind.Method) {
-		return "", fmt.Errorf("%w: method", ErrMismatch)
+		return "", fmt.Errorf("%w: method", errMismatch)
 	}
 	if !(c.Target == bind.Target) {
-		return "", fmt.Errorf("%w: target", ErrMismatch)
+		return "", fmt.Errorf("%w: target", errMismatch)
 	}
 	if !(subtle.ConstantTimeCompare([]byte(c.ArgsDigest), []byte(bind.ArgsDigest)) == 1) {
-		return "", fmt.Errorf("%w: arguments", ErrMismatch)
+		return "", fmt.Errorf("%w: arguments", errMismatch)
 	}
 	if !(c.Audience == b.audience) {
-		return "", fmt.Errorf("%w: audience", ErrMismatch)
+		return "", fmt.Errorf("%w: audience", errMismatch)
 	}
-	if !k.principalMatches(c.Principal, bind.Principal) {
-		return "", fmt.Errorf("%w: principal", ErrMismatch)
+	if !k.PrincipalMatches(c.Principal, bind.Principal) {
+		return "", fmt.Errorf("%w: principal", errMismatch)
 	}
 	return c.State, nil
 }
@@ -348,14 +373,14 @@ func (b *Boundary) verify(token string, bind Binding) (string, error) {
 // issue seals state for bind with fresh times under the first key.
 func (b *Boundary) issue(bind Binding, state string) (string, error) {
 	now := b.now().UnixMilli()
-	return b.Seal(Claims{
+	return b.ring.Seal(statetoken.Claims{
 		IssuedAt:   now,
 		Expiry:     now + b.ttl,
 		Method:     bind.Method,
 		Target:     bind.Target,
 		ArgsDigest: bind.ArgsDigest,
 		Audience:   b.audience,
-		Principal:  b.ring[0].principalClaim(bind.Principal),
+		Principal:  b.ring.PrincipalClaim(bind.Principal),
 		State:      state,
 	})
 }
@@ -377,7 +402,7 @@ func withState(req mcp.Request, state string) (mcp.Request, error) {
 		p.RequestState = state
 		return &mcp.ReadResourceRequest{Session: r.Session, Params: &p, Extra: r.Extra}, nil
 	default:
-		return nil, fmt.Errorf("%w: request %T", ErrMalformed, req)
+		return nil, fmt.Errorf("%w: request %T", statetoken.ErrMalformed, req)
 	}
 }
 

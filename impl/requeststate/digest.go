@@ -5,11 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 )
+
+// ErrArguments: request arguments are not acceptable JSON (see
+// [ArgumentsDigest]). Check it with errors.Is.
+var ErrArguments = errors.New("requeststate: unacceptable arguments")
 
 // MaxDepth is the deepest nesting of objects and arrays [ArgumentsDigest]
 // accepts.

@@ -29,7 +29,12 @@
 //     canonical arguments, audience and principal it was sealed for;
 //   - freshness: a token is refused after its TTL and when its issue time
 //     lies more than MaxSkew in the future;
-//   - one wire error: clients cannot tell one failure cause from another.
+//   - one wire error: clients cannot tell one failure cause from another;
+//   - no way around the checks: the package exports no function that seals
+//     or opens a token outside the middleware, so every token it mints is
+//     bound to the call it answered and every token it accepts has passed
+//     every check above. (The token format lives in an internal package of
+//     this module, for its tests and fuzz targets.)
 //
 // What it does NOT guarantee:
 //   - single use. Within its TTL a token can be replayed by the same
@@ -41,8 +46,11 @@
 //     trusting an answer.
 //   - survival. With no Keys, the key is random and held only by this
 //     process: tokens die with a restart and are refused by other replicas.
-//     Share keys (a key file: package keyfile) across replicas that must
-//     accept each other's tokens.
+//     Share keys (Options.Keys; the mcp-confirm binary reads them from a
+//     key file) across replicas that must accept each other's tokens.
+//   - anything against a holder of the keys. Whoever holds a secret can
+//     seal any claims under it, as the middleware does; the keys are the
+//     capability, and an Audience only separates services that share them.
 //   - distinct principals when the transport has none: every
 //     unauthenticated caller has principal "", so on an unauthenticated
 //     server the token itself is the only capability.

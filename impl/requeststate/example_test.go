@@ -84,8 +84,8 @@ func ExampleBoundary_Middleware() {
 }
 
 func ExampleNew() {
-	// Newest first: it seals; all verify (package keyfile reads them from
-	// the file replicas share).
+	// Newest first: it seals; all verify (the mcp-confirm binary reads
+	// them from the key file replicas share).
 	keys := [][]byte{
 		[]byte("secret-number-two-32-bytes-long!"),
 		[]byte("secret-number-one-32-bytes-long!"),

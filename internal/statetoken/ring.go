@@ -1,4 +1,4 @@
-package requeststate
+package statetoken
 
 import (
 	"crypto/aes"
@@ -9,7 +9,7 @@ import (
 	"fmt"
 )
 
-// MinSecretLen is the shortest secret New accepts, in bytes.
+// MinSecretLen is the shortest secret NewRing accepts, in bytes.
 const MinSecretLen = 32
 
 // HKDF labels. Distinct labels make the AEAD key, the principal-hash key and
@@ -21,22 +21,32 @@ const (
 )
 
 const (
-	keyIDLen   = 4  // non-secret ring lookup tag carried in every token
-	saltLen    = 16 // random per-token salt of the principal hash
-	principalN = saltLen + sha256.Size
+	// KeyIDLen is the length of the non-secret ring lookup tag that
+	// begins every decoded token.
+	KeyIDLen = 4
+	saltLen  = 16 // random per-token salt of the principal hash
+	// PrincipalClaimLen is the length of a principal claim: salt and HMAC.
+	PrincipalClaimLen = saltLen + sha256.Size
 )
 
-// ringKey is one slot of the key ring, holding only material derived from
-// the operator's secret (the secret itself is not retained).
-type ringKey struct {
-	id        [keyIDLen]byte
+// A Ring is the key ring: one key per secret, the first sealing, every one
+// opening. It holds only material derived from the secrets, never the
+// secrets themselves, and is safe for concurrent use.
+type Ring struct {
+	keys []Key // keys[0] seals
+}
+
+// Key is one slot of the ring, holding only material derived from the
+// operator's secret (the secret itself is not retained).
+type Key struct {
+	id        [KeyIDLen]byte
 	aead      cipher.AEAD // AES-256-GCM with random 96-bit nonces
 	macKey    []byte      // HMAC-SHA256 key for the principal hash
 	aeadBytes []byte      // derived AES key, kept only to detect duplicates at construction
 }
 
-func deriveKey(secret []byte) (ringKey, error) {
-	var k ringKey
+func deriveKey(secret []byte) (Key, error) {
+	var k Key
 	aesKey, err := hkdf.Key(sha256.New, secret, nil, infoAEAD, 32)
 	if err != nil {
 		return k, fmt.Errorf("deriving AEAD key: %w", err)
@@ -45,7 +55,7 @@ func deriveKey(secret []byte) (ringKey, error) {
 	if err != nil {
 		return k, fmt.Errorf("deriving principal key: %w", err)
 	}
-	id, err := hkdf.Key(sha256.New, secret, nil, infoKeyID, keyIDLen)
+	id, err := hkdf.Key(sha256.New, secret, nil, infoKeyID, KeyIDLen)
 	if err != nil {
 		return k, fmt.Errorf("deriving key id: %w", err)
 	}
@@ -62,13 +72,13 @@ func deriveKey(secret []byte) (ringKey, error) {
 	return k, nil
 }
 
-// buildRing derives one ring slot per secret. Errors name the secret's index
-// and length, never its bytes.
-func buildRing(secrets [][]byte) ([]ringKey, error) {
+// NewRing derives one ring slot per secret; secrets[0] seals. Errors wrap
+// [ErrKey] and name the secret's index and length, never its bytes.
+func NewRing(secrets [][]byte) (*Ring, error) {
 	if len(secrets) == 0 {
 		return nil, fmt.Errorf("%w: no keys", ErrKey)
 	}
-	ring := make([]ringKey, 0, len(secrets))
+	keys := make([]Key, 0, len(secrets))
 	for i, s := range secrets {
 		// Stops brute force of short or human-chosen secrets.
 		if len(s) < MinSecretLen {
@@ -78,7 +88,7 @@ func buildRing(secrets [][]byte) ([]ringKey, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: key %d: %v", ErrKey, i, err)
 		}
-		for j, prev := range ring {
+		for j, prev := range keys {
 			// A duplicated secret usually means a botched rotation: refuse it loudly.
 			if hmac.Equal(prev.aeadBytes, k.aeadBytes) {
 				return nil, fmt.Errorf("%w: key %d duplicates key %d", ErrKey, i, j)
@@ -87,7 +97,7 @@ func buildRing(secrets [][]byte) ([]ringKey, error) {
 				return nil, fmt.Errorf("%w: key %d has the same key id as key %d; generate a new secret", ErrKey, i, j)
 			}
 		}
-		ring = append(ring, k)
+		keys = append(keys, k)
 	}
-	return ring, nil
+	return &Ring{keys: keys}, nil
 }

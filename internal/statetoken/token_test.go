@@ -1,0 +1,201 @@
+package statetoken
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// secret returns a distinct 32-byte test secret.
+func secret(c byte) []byte { return bytes.Repeat([]byte{c}, 32) }
+
+func newTestRing(t testing.TB, secrets ...[]byte) *Ring {
+	t.Helper()
+	r, err := NewRing(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// testClaims are claims as requeststate fills them, principal claim
+// included.
+func testClaims(r *Ring, state string) Claims {
+	return Claims{
+		IssuedAt:   1785240000000,
+		Expiry:     1785240600000,
+		Method:     "tools/call",
+		Target:     "delete_file",
+		ArgsDigest: strings.Repeat("ab", 32),
+		Audience:   "srv",
+		Principal:  r.PrincipalClaim("alice"),
+		State:      state,
+	}
+}
+
+func mustSeal(t testing.TB, r *Ring, state string) string {
+	t.Helper()
+	tok, err := r.Seal(testClaims(r, state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// rawToken splits a token into its decoded bytes.
+func rawToken(t testing.TB, tok string) []byte {
+	t.Helper()
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, Prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func encodeToken(raw []byte) string { return Prefix + base64.RawURLEncoding.EncodeToString(raw) }
+
+// sealPlaintext seals arbitrary plaintext under r's first key, bypassing the
+// claims encoder, to test Open's claims checks.
+func sealPlaintext(r *Ring, pt string) string {
+	k := &r.keys[0]
+	raw := k.aead.Seal(append([]byte(nil), k.id[:]...), nil, []byte(pt), aad(k.id))
+	return encodeToken(raw)
+}
+
+func TestSealOpenRoundTrip(t *testing.T) {
+	r := newTestRing(t, secret(1), secret(2))
+	for _, state := range []string{"", "plain", "ünïcödé ✓", strings.Repeat("x", 1<<16)} {
+		c := testClaims(r, state)
+		tok, err := r.Seal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, k, err := r.Open(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Version = 1
+		if !reflect.DeepEqual(got, c) {
+			t.Fatalf("Open = %+v, want %+v", got, c)
+		}
+		if k != &r.keys[0] {
+			t.Fatal("Open did not name the sealing key")
+		}
+		if !k.PrincipalMatches(got.Principal, "alice") || k.PrincipalMatches(got.Principal, "bob") {
+			t.Fatal("principal claim does not match exactly its principal")
+		}
+		if strings.Contains(tok, "alice") || (state != "" && strings.Contains(tok, state)) {
+			t.Fatalf("token shows plaintext: %s", tok)
+		}
+	}
+	// Two seals of one state differ (random nonce and salt).
+	if a, b := mustSeal(t, r, "s"), mustSeal(t, r, "s"); a == b {
+		t.Fatal("two seals produced the same token")
+	}
+}
+
+func TestOpenRejects(t *testing.T) {
+	r := newTestRing(t, secret(1), secret(2))
+	tok := mustSeal(t, r, "state")
+	body := strings.TrimPrefix(tok, Prefix)
+	raw := rawToken(t, tok)
+	otherTok := mustSeal(t, newTestRing(t, secret(3)), "state")
+
+	// A token sealed by ring key 2 relabelled with ring key 1's id: the key
+	// id is bound as associated data.
+	secondRaw := rawToken(t, mustSeal(t, newTestRing(t, secret(2)), "state"))
+	relabelled := bytes.Clone(secondRaw)
+	copy(relabelled, raw[:KeyIDLen])
+
+	lastBitsFlipped := func() string {
+		// The final character carries padding bits; flipping one of them
+		// keeps the decoded bytes but is non-canonical.
+		last := body[len(body)-1]
+		idx := strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", last)
+		return Prefix + body[:len(body)-1] + string("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[idx^1])
+	}()
+
+	// The canonical encoding of some bytes that need padding, with padding.
+	padded := ""
+	for n := 0; !strings.HasSuffix(padded, "="); n++ {
+		padded = Prefix + base64.URLEncoding.EncodeToString(raw[:len(raw)-n])
+	}
+
+	tests := []struct {
+		name, tok string
+		want      error
+	}{
+		{"empty", "", ErrMalformed},
+		{"prefix only", Prefix, ErrMalformed},
+		{"no prefix", body, ErrMalformed},
+		{"wrong version prefix", "v2." + body, ErrMalformed},
+		{"upper-case prefix", "V1." + body, ErrMalformed},
+		{"double prefix", Prefix + tok, ErrMalformed},
+		{"CRLF inside", Prefix + body[:10] + "\r\n" + body[10:], ErrMalformed},
+		{"LF inside", Prefix + body[:10] + "\n" + body[10:], ErrMalformed},
+		{"CR at end", tok + "\r", ErrMalformed},
+		{"LF at end", tok + "\n", ErrMalformed},
+		{"space at end", tok + " ", ErrMalformed},
+		{"leading space", " " + tok, ErrMalformed},
+		{"one pad", tok + "=", ErrMalformed},
+		{"two pads", tok + "==", ErrMalformed},
+		{"std alphabet", Prefix + base64.RawStdEncoding.EncodeToString(bytes.Repeat([]byte{0xfb, 0xff}, 30)), ErrMalformed},
+		{"padded", padded, ErrMalformed},
+		{"non-zero padding bits", lastBitsFlipped, ErrMalformed},
+		{"too short", encodeToken(raw[:KeyIDLen+Overhead-1]), ErrMalformed},
+		{"only kid and nonce and tag", encodeToken(raw[:KeyIDLen+Overhead]), ErrAuth},
+		{"tag removed", encodeToken(raw[:len(raw)-16]), ErrAuth},
+		{"byte appended", encodeToken(append(bytes.Clone(raw), 0)), ErrAuth},
+		{"unknown kid", encodeToken(append([]byte{0, 0, 0, 0}, raw[KeyIDLen:]...)), ErrUnknownKey},
+		{"other key", otherTok, ErrUnknownKey},
+		{"kid swapped within ring", encodeToken(relabelled), ErrAuth},
+		{"claims not JSON", sealPlaintext(r, "not json"), ErrMalformed},
+		{"claims version 2", sealPlaintext(r, `{"v":2,"iat":1,"exp":2,"m":"tools/call","t":"x","a":"","aud":"srv","p":null,"s":""}`), ErrMalformed},
+		{"claims version missing", sealPlaintext(r, `{"iat":1,"exp":2}`), ErrMalformed},
+		{"claims unknown field", sealPlaintext(r, `{"v":1,"x":1}`), ErrMalformed},
+		{"claims trailing data", sealPlaintext(r, `{"v":1}{"v":1}`), ErrMalformed},
+		{"claims array", sealPlaintext(r, `[1]`), ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := r.Open(tt.tok); !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	// Negative control: the genuine token passes the same path.
+	if _, _, err := r.Open(tok); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+}
+
+func TestSealRejectsInvalidUTF8(t *testing.T) {
+	r := newTestRing(t, secret(1))
+	for _, c := range []Claims{{State: "a\xffb"}, {Target: "\xed\xa0\x80"}, {Method: "\x80"}, {Audience: "\xc0"}} {
+		if _, err := r.Seal(c); err == nil {
+			t.Fatalf("Seal(%+v) accepted invalid UTF-8", c)
+		}
+	}
+	if _, err := r.Seal(Claims{State: "a\uFFFDb"}); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+}
+
+func TestNewRingValidates(t *testing.T) {
+	for name, secrets := range map[string][][]byte{
+		"no keys":       {},
+		"short key":     {make([]byte, MinSecretLen-1)},
+		"nil key":       {nil},
+		"duplicate key": {secret(1), secret(2), secret(1)},
+	} {
+		if _, err := NewRing(secrets); !errors.Is(err, ErrKey) {
+			t.Errorf("%s: err = %v, want ErrKey", name, err)
+		}
+	}
+	if _, err := NewRing([][]byte{secret(1), secret(2)}); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+}
