@@ -10,9 +10,11 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
+	"github.com/mcp-confirm/mcp-confirm/internal/rapidtest"
 )
 
 func TestMemory(t *testing.T) {
+	rapidtest.OutOfTree(t) // the model test's fail files
 	ledgertest.Run(t, ledgertest.Factory{
 		New: func(testing.TB) ledger.Store { return ledger.NewMemory(ledger.MemoryOptions{}) },
 		NewAt: func(_ testing.TB, now func() time.Time) ledger.Store {

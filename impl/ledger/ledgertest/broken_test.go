@@ -3,8 +3,6 @@ package ledgertest
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -16,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/internal/rapidtest"
 )
 
 // brokenStore is a deliberately broken store, the spec itself on the real
@@ -172,18 +171,11 @@ func TestModelCatchesBrokenStores(t *testing.T) {
 			{"Complete = ok, spec says in_doubt", []string{"Issue", "Redeem", "Complete|CompleteRace"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// rapid writes the failure it finds (here, on every run) as a
+			// fail file under testdata/rapid/; out of the tree, it is
+			// found anew each run.
+			rapidtest.OutOfTree(t)
 			r := &recorder{T: t}
-			// rapid writes the shrunk failure under testdata/rapid/<name>/; a
-			// stale one would be replayed instead of found anew, so clear it
-			// both ways.
-			failDir := filepath.Join("testdata", "rapid", strings.ReplaceAll(r.Name(), "/", "_"))
-			os.RemoveAll(failDir)
-			t.Cleanup(func() {
-				os.RemoveAll(failDir)
-				for d := filepath.Dir(failDir); d != "."; d = filepath.Dir(d) {
-					os.Remove(d) // and the folders, if now empty
-				}
-			})
 			f := Factory{New: func(testing.TB) ledger.Store { return newBrokenStore(tc.fault) }}
 			done := make(chan struct{})
 			go func() {

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
+	"github.com/mcp-confirm/mcp-confirm/internal/rapidtest"
 )
 
 const urlEnv = "MCP_CONFIRM_POSTGRES_URL"
@@ -101,6 +102,7 @@ func factory(t *testing.T) ledgertest.Factory {
 }
 
 func TestStore(t *testing.T) {
+	rapidtest.OutOfTree(t) // the model test's fail files
 	ledgertest.Run(t, factory(t))
 }
 
