@@ -2,12 +2,16 @@ package ledgertest
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"math"
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,19 +34,28 @@ import (
 //   - blind: Complete writes the outcome whatever the state: no
 //     compare-and-set from acting at all.
 //   - late: Complete is a compare-and-set from acting that forgets the
-//     lease: a late writer overwrites in doubt.
+//     lease: a late writer overwrites in doubt. So that the model's clock
+//     agrees that the writer is late, a Spend with a [Short] lease returns
+//     only once the lease has ended: the model reads its clock before each
+//     call, and a Complete called within a microsecond of the Redeem it
+//     follows would be on time for the model and late for the store.
 //
 // Racers that are not racy take their turns in order (see startLine).
+//
+// fired counts the calls in which the fault acted: a call whose answer or
+// write the spec forbids at any instant of the call, whatever the clocks
+// read. Each one must fail the model test.
 type brokenStore struct {
 	mu sync.Mutex
 	m  spec
 	fault
+	fired *atomic.Int64
 }
 
 type fault struct{ racy, rerun, blind, late bool }
 
-func newBrokenStore(f fault) *brokenStore {
-	return &brokenStore{m: spec{recs: map[ledger.ID]*specRecord{}}, fault: f}
+func newBrokenStore(f fault, fired *atomic.Int64) *brokenStore {
+	return &brokenStore{m: spec{recs: map[ledger.ID]*specRecord{}}, fault: f, fired: fired}
 }
 
 func (s *brokenStore) Add(_ context.Context, c ledger.Confirmation) error {
@@ -69,6 +82,9 @@ func (s *brokenStore) Spend(ctx context.Context, id ledger.ID, to ledger.State, 
 		return s.racySpend(ctx, id, to, lease)
 	}
 	inTurn(ctx, func() { r, err = s.spend(id, to, lease) })
+	if s.late && to == ledger.Acting && lease <= Short {
+		time.Sleep(lease)
+	}
 	return r, err
 }
 
@@ -76,6 +92,7 @@ func (s *brokenStore) spend(id ledger.ID, to ledger.State, lease time.Duration) 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.m.recs[id]; s.rerun && ok && to == ledger.Acting && (r.State == ledger.Done || r.State == ledger.Failed) {
+		s.fired.Add(1) // the spec answers done
 		return r.Record, nil
 	}
 	return s.m.Spend(id, to, lease, time.Now())
@@ -94,6 +111,9 @@ func (s *brokenStore) racySpend(ctx context.Context, id ledger.ID, to ledger.Sta
 	if pending {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if r.State != ledger.Pending {
+			s.fired.Add(1) // another racer spent it since this one read
+		}
 		r.State, r.leaseEnd = to, now.Add(lease)
 		return r.Record, nil
 	}
@@ -105,6 +125,13 @@ func (s *brokenStore) Complete(ctx context.Context, id ledger.ID, o ledger.Outco
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if r, ok := s.m.recs[id]; ok && (s.blind || s.late && r.State == ledger.Acting) {
+			// The spec refuses a Complete of anything but an acting record,
+			// and of that once its lease has ended: on the model's clock
+			// too if the lease was Short (see late), not for certain if
+			// the blind store lets the lease end at its own pace.
+			if r.State != ledger.Acting || s.late && !time.Now().Before(r.leaseEnd) {
+				s.fired.Add(1)
+			}
 			r.State, r.Outcome = o.Kind.State(), o
 			return
 		}
@@ -141,6 +168,25 @@ func (r *recorder) Log(args ...any) {
 }
 func (r *recorder) Logf(format string, args ...any) { r.Log(fmt.Sprintf(format, args...)) }
 
+// searches returns how many checks one rapid search makes (its
+// -rapid.checks, a fifth of it under -short, as rapid counts) and how many
+// searches the control runs before it calls a fault unreachable: enough
+// that a fault fired by at least 1 check in 200 is missed with probability
+// below 1e-9. (Measured over 20 runs under -short: the rarest here,
+// "replay runs again", first fired after 28 checks on average.)
+func searches(t *testing.T) (checks, limit int) {
+	t.Helper()
+	checks, err := strconv.Atoi(flag.Lookup("rapid.checks").Value.String())
+	if err != nil || checks < 1 {
+		t.Fatalf("-rapid.checks: %v", err)
+	}
+	if testing.Short() {
+		checks = max(checks/5, 1)
+	}
+	need := math.Log(1e-9) / math.Log(1-1.0/200)
+	return checks, int(math.Ceil(need / float64(checks)))
+}
+
 var drawnAction = regexp.MustCompile(`\[rapid\] draw action: "(\w+)"`)
 
 // TestModelCatchesBrokenStores is the negative control for the rapid
@@ -175,17 +221,37 @@ func TestModelCatchesBrokenStores(t *testing.T) {
 			// fail file under testdata/rapid/; out of the tree, it is
 			// found anew each run.
 			rapidtest.OutOfTree(t)
-			r := &recorder{T: t}
-			f := Factory{New: func(testing.TB) ledger.Store { return newBrokenStore(tc.fault) }}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				rapid.Check(r, func(rt *rapid.T) { modelRun(t, rt, f) })
-			}()
-			<-done
-			if !r.Failed() {
-				t.Fatal("the rapid model test passed a broken store")
+			var fired atomic.Int64
+			f := Factory{New: func(testing.TB) ledger.Store { return newBrokenStore(tc.fault, &fired) }}
+			// Search until the fault has fired: one search of rapid's may
+			// draw no sequence that reaches it (1 in 8 missed "complete
+			// after the lease" at 100 checks, 5 in 8 at -short's 20). The
+			// search that fires it must catch it.
+			checks, limit := searches(t)
+			var r *recorder
+			rounds := 0
+			for rounds < limit && fired.Load() == 0 {
+				rounds++
+				r = &recorder{T: t}
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					rapid.Check(r, func(rt *rapid.T) { modelRun(t, rt, f) })
+				}()
+				<-done
+				if r.Failed() {
+					break
+				}
 			}
+			switch {
+			case fired.Load() == 0 && r.Failed():
+				t.Fatalf("the model test failed the store before its fault fired:\n%s", strings.Join(r.msgs, "\n"))
+			case fired.Load() == 0:
+				t.Fatalf("the fault never fired in %d searches of %d checks: the model test's actions do not reach it", rounds, checks)
+			case !r.Failed():
+				t.Fatalf("the fault fired %d times, and the rapid model test passed the broken store", fired.Load())
+			}
+			t.Logf("caught in search %d of at most %d (%d checks each)", rounds, limit, checks)
 			out := strings.Join(r.msgs, "\n")
 			i := slices.IndexFunc(tc.any, func(c caught) bool { return strings.Contains(out, c.want) })
 			if i < 0 {
