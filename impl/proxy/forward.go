@@ -52,7 +52,9 @@ func (p *Proxy) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "logging/setLevel":
 			// The downstream server filters what it relays by this level;
 			// the upstream learns it too, so it need not send the rest.
+			//lint:ignore SA1019 logging (deprecated by SEP-2577) is still relayed to older-era clients
 			if c, params := p.conn(ss), req.GetParams().(*mcp.SetLoggingLevelParams); !c.modern() {
+				//lint:ignore SA1019 logging (deprecated by SEP-2577) is still relayed to older-era clients
 				if err := c.cs.SetLoggingLevel(ctx, params); err != nil {
 					return nil, upstreamError(err)
 				}
@@ -579,11 +581,17 @@ func fulfill(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMa
 		switch q := reqs[id].(type) {
 		case *mcp.ElicitParams:
 			r, err = ss.Elicit(ctx, q)
+		//lint:ignore SA1019 an upstream's sampling input request (deprecated by SEP-2577) is put to an older-era client in-process
 		case *mcp.CreateMessageParams:
+			//lint:ignore SA1019 an upstream's sampling input request (deprecated by SEP-2577) is put to an older-era client in-process
 			r, err = ss.CreateMessage(ctx, q)
+		//lint:ignore SA1019 an upstream's sampling input request (deprecated by SEP-2577) is put to an older-era client in-process
 		case *mcp.CreateMessageWithToolsParams:
+			//lint:ignore SA1019 an upstream's sampling input request (deprecated by SEP-2577) is put to an older-era client in-process
 			r, err = ss.CreateMessageWithTools(ctx, q)
+		//lint:ignore SA1019 an upstream's roots input request (deprecated by SEP-2577) is put to an older-era client in-process
 		case *mcp.ListRootsParams:
+			//lint:ignore SA1019 an upstream's roots input request (deprecated by SEP-2577) is put to an older-era client in-process
 			r, err = ss.ListRoots(ctx, q)
 		default:
 			err = fmt.Errorf("unknown input request %T", q)

@@ -205,10 +205,12 @@ func (p *Proxy) newServer() *mcp.Server {
 		Logger:       p.log,
 		Instructions: p.upstream.Instructions,
 		Capabilities: caps,
+		//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
 		RootsListChangedHandler: func(ctx context.Context, req *mcp.RootsListChangedRequest) {
 			if c := p.dedicated(req.Session); c != nil && c.rootsClient != nil {
 				// go-sdk notifies the upstream when the client's roots
 				// change; roots/list itself is answered from downstream.
+				//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them: AddRoots makes go-sdk announce a change upstream
 				c.rootsClient.AddRoots(&mcp.Root{URI: placeholderURI})
 			}
 		},
@@ -266,6 +268,7 @@ func (p *Proxy) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			p.relayProgress(req.Params)
 		},
+		//lint:ignore SA1019 logging (deprecated by SEP-2577) is still relayed to older-era clients
 		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
 			if c.down == nil {
 				p.log.Debug("proxy: upstream log message on the shared connection", "level", req.Params.Level, "logger", req.Params.Logger)
@@ -273,38 +276,36 @@ func (p *Proxy) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 			}
 			rctx, cancel := c.relayContext(ctx)
 			defer cancel()
+			//lint:ignore SA1019 logging (deprecated by SEP-2577) is still relayed to older-era clients
 			c.down.Log(rctx, req.Params)
 		},
 	}
-	if down != nil && caps != nil {
-		if caps.Elicitation != nil {
-			e := *caps.Elicitation
-			copts.Capabilities.Elicitation = &e
-			copts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				rctx, cancel := c.relayContext(ctx)
-				defer cancel()
-				return down.Elicit(rctx, req.Params)
-			}
-			copts.ElicitationCompleteHandler = func(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
-				down.NotifyElicitationComplete(ctx, req.Params)
-			}
+	if down != nil {
+		copts.Capabilities = relayed(caps)
+	}
+	if copts.Capabilities.Elicitation != nil {
+		copts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			rctx, cancel := c.relayContext(ctx)
+			defer cancel()
+			return down.Elicit(rctx, req.Params)
 		}
-		if caps.Sampling != nil {
-			s := *caps.Sampling
-			copts.Capabilities.Sampling = &s
-			copts.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
-				rctx, cancel := c.relayContext(ctx)
-				defer cancel()
-				return down.CreateMessageWithTools(rctx, req.Params)
-			}
+		copts.ElicitationCompleteHandler = func(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			down.NotifyElicitationComplete(ctx, req.Params)
 		}
-		if caps.RootsV2 != nil {
-			r := *caps.RootsV2
-			copts.Capabilities.RootsV2 = &r
+	}
+	//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+	if copts.Capabilities.Sampling != nil {
+		//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+		copts.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			rctx, cancel := c.relayContext(ctx)
+			defer cancel()
+			//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+			return down.CreateMessageWithTools(rctx, req.Params)
 		}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: p.opts.Name, Version: p.opts.Version}, copts)
 	client.AddSendingMiddleware(zeroToolsTTL)
+	//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
 	if copts.Capabilities.RootsV2 != nil {
 		c.rootsClient = client
 		client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -312,9 +313,11 @@ func (p *Proxy) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 				if method != "roots/list" {
 					return next(ctx, method, req)
 				}
+				//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
 				params, _ := req.GetParams().(*mcp.ListRootsParams)
 				rctx, cancel := c.relayContext(ctx)
 				defer cancel()
+				//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
 				return down.ListRoots(rctx, params)
 			}
 		})
@@ -333,6 +336,30 @@ func (p *Proxy) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 		close(c.closed)
 	}()
 	return c, nil
+}
+
+// relayed returns the capabilities a connection declares to the upstream for
+// a downstream client that declared caps: a copy of its elicitation,
+// sampling and roots capabilities, and nothing else.
+func relayed(caps *mcp.ClientCapabilities) *mcp.ClientCapabilities {
+	out := &mcp.ClientCapabilities{}
+	if caps == nil {
+		return out
+	}
+	out.Elicitation = clone(caps.Elicitation)
+	//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+	out.Sampling = clone(caps.Sampling)
+	//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
+	out.RootsV2 = clone(caps.RootsV2)
+	return out
+}
+
+func clone[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
 
 // conn returns the upstream connection that serves ss: its own if it is an

@@ -47,10 +47,12 @@ func addRelayFeatures(u *upstream) {
 				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 2, Message: "step"})
 			}
 		}
+		//lint:ignore SA1019 the test upstream logs, as older-era servers still do (SEP-2577 deprecates logging)
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "upstream", Data: "a log line"})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
 	u.server.AddTool(&mcp.Tool{Name: "sample", InputSchema: empty}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		//lint:ignore SA1019 the test upstream samples, as older-era servers still do (SEP-2577 deprecates sampling)
 		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
 		if err != nil {
 			return nil, err
@@ -170,19 +172,23 @@ func TestProxyRelaysNotificationsAndSampling(t *testing.T) {
 					progress = append(progress, req.Params.ProgressToken)
 					mu.Unlock()
 				},
+				//lint:ignore SA1019 the test client receives the upstream's relayed log messages (SEP-2577 deprecates logging)
 				LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 					mu.Lock()
 					logs = append(logs, req.Params.Data.(string))
 					mu.Unlock()
 				},
 				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+				//lint:ignore SA1019 the test client answers the upstream's relayed sampling request (SEP-2577 deprecates sampling)
 				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					//lint:ignore SA1019 the test client answers the upstream's relayed sampling request (SEP-2577 deprecates sampling)
 					return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "from the client"}}, nil
 				},
 			}
 			cs := e.connect(clientOptions{era: down, copts: copts})
 			ctx := context.Background()
 			if down == eraLegacy {
+				//lint:ignore SA1019 the test client sets the level the relayed log messages are sent at (SEP-2577 deprecates logging)
 				if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 					t.Fatal(err)
 				}

@@ -139,6 +139,7 @@ func (c *conn) forwardMeta(m mcp.Meta) mcp.Meta {
 		}
 	}
 	if c.modern() {
+		//lint:ignore SA1019 the client's log level (logging is deprecated by SEP-2577) travels on to a 2026-07-28 upstream that asks in-band
 		for _, k := range []string{mcp.MetaKeyClientCapabilities, mcp.MetaKeyLogLevel} {
 			if v, ok := m[k]; ok {
 				out[k] = v
