@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,15 +20,18 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// DefaultAlgorithms are the signature algorithms a [JWT] accepts unless
-// told otherwise: asymmetric ones only. "none" and the HMAC algorithms are
-// never accepted: with HMAC, a verifier handed the issuer's public key as
-// the secret accepts tokens anyone can make.
-var DefaultAlgorithms = []jose.SignatureAlgorithm{
-	jose.RS256, jose.RS384, jose.RS512,
-	jose.PS256, jose.PS384, jose.PS512,
-	jose.ES256, jose.ES384, jose.ES512,
-	jose.EdDSA,
+// DefaultAlgorithms returns, in a new slice each time, the signature
+// algorithms a [JWT] accepts unless told otherwise: asymmetric ones only.
+// "none" and the HMAC algorithms are never accepted: with HMAC, a verifier
+// handed the issuer's public key as the secret accepts tokens anyone can
+// make.
+func DefaultAlgorithms() []jose.SignatureAlgorithm {
+	return []jose.SignatureAlgorithm{
+		jose.RS256, jose.RS384, jose.RS512,
+		jose.PS256, jose.PS384, jose.PS512,
+		jose.ES256, jose.ES384, jose.ES512,
+		jose.EdDSA,
+	}
 }
 
 // Defaults of [JWTOptions].
@@ -126,14 +130,16 @@ func NewJWT(ctx context.Context, opts JWTOptions) (*JWT, error) {
 	}
 	algs := opts.Algorithms
 	if len(algs) == 0 {
-		algs = DefaultAlgorithms
+		algs = DefaultAlgorithms()
 	}
 	for _, a := range algs {
 		if !asymmetric(a) {
 			return nil, fmt.Errorf("bearer: algorithm %q: only asymmetric signatures are accepted", a)
 		}
 	}
-	j.algs = algs
+	// A copy: stops the caller's later write to its slice from widening
+	// the allowlist past the check above.
+	j.algs = slices.Clone(algs)
 	client := opts.HTTPClient
 	if client == nil {
 		client = &http.Client{Timeout: fetchTimeout}
@@ -173,13 +179,11 @@ func (j *JWT) JWKSURI() string { return j.jwksURI }
 // Issuer returns the issuer whose tokens j accepts.
 func (j *JWT) Issuer() string { return j.issuer }
 
+// asymmetric reports whether a is one of the algorithms of
+// [DefaultAlgorithms]. A fresh list each call: no global a package could
+// append HS256 to.
 func asymmetric(a jose.SignatureAlgorithm) bool {
-	for _, d := range DefaultAlgorithms {
-		if a == d {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(DefaultAlgorithms(), a)
 }
 
 // Reasons a token is refused, wrapped in auth.ErrInvalidToken. They name

@@ -121,6 +121,37 @@ func TestJWTRefusals(t *testing.T) {
 	}
 }
 
+// TestJWTAlgorithmsFixedAtStart: the allowlist is the one NewJWT checked.
+// A write to DefaultAlgorithms' result, or to the caller's Algorithms slice
+// after NewJWT, changes nothing a verifier accepts.
+func TestJWTAlgorithmsFixedAtStart(t *testing.T) {
+	defaults := bearer.DefaultAlgorithms()
+	defaults[0] = jose.HS256
+	if again := bearer.DefaultAlgorithms(); slices.Contains(again, jose.HS256) || again[0] != jose.RS256 {
+		t.Fatalf("DefaultAlgorithms = %v after a write to an earlier result", again)
+	}
+	k1 := newRSASigner("k1", 0)
+	is := newIssuer(t, "", k1)
+	ctx := context.Background()
+	rs256 := sign(t, k1, is.claims(resource))
+	ps256 := sign(t, signer{kid: "k1", alg: jose.PS256, key: rsaKey(0)}, is.claims(resource))
+
+	algs := []jose.SignatureAlgorithm{jose.RS256}
+	j := newJWT(t, is, bearer.JWTOptions{Algorithms: algs})
+	algs[0] = jose.PS256
+	if _, err := j.Verify(ctx, rs256, nil); err != nil {
+		t.Fatalf("RS256 after the caller's slice changed: %v", err)
+	}
+	if _, err := j.Verify(ctx, ps256, nil); !errors.Is(err, bearer.ErrMalformed) {
+		t.Fatalf("PS256 after the caller's slice changed: %v, want ErrMalformed", err)
+	}
+	// Negative control: a verifier that was given PS256 at start refuses
+	// RS256, so had the slice been shared, the first check above would fail.
+	if _, err := newJWT(t, is, bearer.JWTOptions{Algorithms: algs}).Verify(ctx, rs256, nil); !errors.Is(err, bearer.ErrMalformed) {
+		t.Fatalf("control: RS256 under [PS256]: %v, want ErrMalformed", err)
+	}
+}
+
 // TestJWTOptions checks what NewJWT refuses to start with.
 func TestJWTOptions(t *testing.T) {
 	k1 := newRSASigner("k1", 0)
