@@ -169,9 +169,6 @@ func NewHTTP(s *mcp.Server, opts HTTPOptions) (*HTTP, error) {
 // ServeHTTP serves one request.
 func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.ServeHTTP(w, r) }
 
-// Options returns the options in force, defaults filled in.
-func (h *HTTP) Options() HTTPOptions { return h.opts }
-
 // shutdownTimeout bounds the graceful part of [HTTP.Serve]'s shutdown.
 const shutdownTimeout = 5 * time.Second
 
