@@ -80,7 +80,9 @@ const (
 // racing redeems, cancels and completes of the same few confirmations
 // while new ones are issued (some already expired, some expiring
 // mid-race) and ids that were never issued are tried; with w.Replicas, through several handles on
-// one shared store. Half the operations yield once between their recorded
+// one shared store. The first goroutine first plays scripted scenes (see
+// scenes.go) on confirmations of their own, so that each answer the race
+// gives rarely is in every history. Half the operations yield once between their recorded
 // call and the store, so that windows overlap even on one processor.
 // Ids carry a random 64-bit prefix, so runs
 // sharing a store do not collide.
@@ -149,6 +151,9 @@ func Record(ctx context.Context, s ledger.Store, w Workload) (History, error) {
 		principal := fmt.Sprintf("client-%d", g)
 		wg.Go(func() {
 			<-start
+			if g == 0 {
+				n -= wl.play(ctx, stores[0], c, n, w.Skew)
+			}
 			for n > 0 {
 				if ctx.Err() != nil {
 					return
