@@ -1,16 +1,16 @@
 // Package proxy puts single-use, honest confirmations in front of an MCP
 // server nobody here wrote, with no change to that server.
 //
-// A [Proxy] is a go-sdk MCP server (downstream, for the person's client)
-// and a go-sdk MCP client of one upstream server. Everything passes through
-// unchanged — tools/list, resources, prompts, completions, logging,
-// progress, cancellation, list-changed notifications, and the upstream's own
-// elicitation, sampling and roots requests — except tools/call, which the
-// [Policy] gates: allowed calls are forwarded as they are, denied tools are
-// hidden from tools/list and refused, and every other call is asked. The
-// proxy answers ping and the protocol's session methods itself; methods
-// outside the MCP specification are not forwarded (go-sdk does not decode
-// them) and get "method not found".
+// A [Proxy] is the gate in front of a relay. The relay (internal/relay) is
+// a generic MCP forwarder — a go-sdk server for the person's client, go-sdk
+// client connections to one upstream server — that passes everything
+// through unchanged (tools/list, resources, prompts, completions, logging,
+// progress, cancellation, list-changed notifications, and the upstream's
+// own elicitation, sampling and roots requests) and knows nothing of
+// confirmations; its package doc states what it guarantees about
+// forwarding. The gate decides every tools/call round by the [Policy]:
+// allowed calls are forwarded as they are, denied tools are hidden from
+// tools/list and refused, and every other call is asked.
 //
 // An asked call runs through [confirm.Flow] behind the [requeststate]
 // boundary, in both protocol eras: the first round records a pending
@@ -63,17 +63,14 @@
 //
 // # Connections
 //
-// The proxy opens one upstream connection at start-up (checking the policy
-// against the tools it lists then). Requests of the 2026-07-28 era — whose
-// clients cannot receive server-initiated requests — share it; it declares
-// no elicitation, sampling or roots capability, and an upstream of that era
-// asks through input_required results, which are relayed in-band. Each
-// downstream session of an older era gets a connection of its own when it
-// initializes (for a command upstream, a process of its own), declaring the
-// capabilities that client declared, so the upstream's elicitation,
-// sampling and roots requests reach exactly that client; it closes when the
-// session ends. At most Options.MaxSessions such sessions hold one at once. An older-era upstream's server-initiated request on the
-// shared connection (one a 2026-07-28 client cannot receive) is refused.
+// Options.Connect is called once at start-up (the policy is checked
+// against the tools the upstream lists then) and once more for each
+// downstream session of an older protocol era, which gets an upstream
+// connection of its own so that the upstream's elicitation, sampling and
+// roots requests reach exactly that client; 2026-07-28 requests share the
+// first. At most Options.MaxSessions such sessions hold one at once. The
+// relay's package doc says how connections are shared, closed and opened
+// again.
 //
 // # Policy format
 //

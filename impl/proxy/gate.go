@@ -1,0 +1,276 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/internal/relay"
+)
+
+// The proxy's own requestState plaintexts (the boundary seals them), beside
+// confirm's. An upstream's input_required round inside a call keeps the
+// upstream's state after the prefix.
+const (
+	// askPrefix + fingerprint + "/" + confirm's state: the proxy's question.
+	askPrefix = "proxy.v1.ask."
+	// passPrefix + upstream state: an allowed call the upstream asked more of.
+	passPrefix = "proxy.v1.pass."
+	// continuePrefix + ledger id + "." + upstream state: an approved call the
+	// upstream asked more of. The id is single-use, like the approval.
+	continuePrefix = "proxy.v1.continue."
+)
+
+// callTool runs one round of a downstream tools/call (the relay's
+// Options.CallTool): the policy decides, and what is forwarded goes through
+// up.
+func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name, state := req.Params.Name, req.Params.RequestState
+	// Denied by name: refused before anything else, whatever the call
+	// carries (a denied tool must not become reachable through a state).
+	if p.policy.Hidden(name) {
+		return refusal("The tool %s is not available through this proxy. Nothing was done.", showValue(name, nameWidth)), nil
+	}
+	switch {
+	case strings.HasPrefix(state, passPrefix):
+		if a, _ := p.decide(ctx, up, name); a != Allow {
+			return refusal("The tool %s now needs a confirmation; call it again. Nothing was done.", showValue(name, nameWidth)), nil
+		}
+		return p.passThrough(ctx, up, req, strings.TrimPrefix(state, passPrefix))
+	case strings.HasPrefix(state, continuePrefix):
+		return p.continueCall(ctx, up, req)
+	case strings.HasPrefix(state, askPrefix):
+		// The answer to the proxy's question: confirm redeems it, then acts.
+		fp, inner, ok := strings.Cut(strings.TrimPrefix(state, askPrefix), "/")
+		if !ok {
+			return refusal("This confirmation is not valid. Nothing was done."), nil
+		}
+		cp := *req.Params
+		cp.RequestState = inner
+		return p.flow.Run(ctx, &mcp.CallToolRequest{Session: req.Session, Params: &cp, Extra: req.Extra}, p.step(up, req, nil, fp))
+	case state != "":
+		// Only the proxy writes the plaintext and the boundary
+		// authenticates it, so this is a bug: act on nothing.
+		p.log.Error("proxy: requestState plaintext is not the proxy's", "tool", name)
+		return refusal("This confirmation is not valid. Nothing was done."), nil
+	}
+	a, def := p.decide(ctx, up, name)
+	if a == Allow {
+		return p.passThrough(ctx, up, req, "")
+	}
+	if def == nil {
+		var err error
+		if def, err = up.Tool(ctx, name); err != nil {
+			p.log.Warn("proxy: cannot read the upstream's tools", "err", err)
+			return refusal("The upstream's tools could not be read, so the call was refused. Nothing was done."), nil
+		}
+	}
+	fp := Fingerprint(def)
+	res, err := p.flow.Run(ctx, req, p.step(up, req, def, fp))
+	if err == nil && res != nil && res.InputRequests != nil {
+		// The fingerprint travels in the sealed state too, beside the
+		// ledger record's copy: either alone binds the approval to it.
+		res.RequestState = askPrefix + fp + "/" + res.RequestState
+	}
+	return res, err
+}
+
+// decide returns the policy's action for a first call of name, and the
+// tool's definition when it had to read it (only to trust a readOnlyHint
+// the operator allowed).
+func (p *Proxy) decide(ctx context.Context, up relay.Upstream, name string) (Action, *mcp.Tool) {
+	a := p.policy.Decide(name, nil)
+	if a != Ask || p.policy == nil || !p.policy.allowReadOnlyHint {
+		return a, nil
+	}
+	def, err := up.Tool(ctx, name)
+	if err != nil {
+		return Ask, nil
+	}
+	return p.policy.Decide(name, def), def
+}
+
+// passThrough forwards an allowed call unchanged.
+func (p *Proxy) passThrough(ctx context.Context, up relay.Upstream, req *mcp.CallToolRequest, upState string) (*mcp.CallToolResult, error) {
+	res, err := up.CallTool(ctx, req, req.Params.Arguments, upState, req.Params.InputResponses)
+	if err != nil {
+		return nil, err
+	}
+	if res.InputRequests != nil {
+		res.RequestState = passPrefix + res.RequestState
+	}
+	return res, nil
+}
+
+// step is the confirmed call: def is the upstream's definition read for the
+// question (nil on the answer round, where Ask does not run), sealed its
+// fingerprint as the sealed state carries it.
+func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool, sealed string) confirm.Step {
+	name := req.Params.Name
+	return confirm.Step{
+		Ask: func(ctx context.Context) (confirm.Question, error) {
+			if def == nil {
+				return confirm.Question{}, confirm.Refuse("The upstream has no tool %s. Nothing was asked or done.", showValue(name, nameWidth))
+			}
+			fp := Fingerprint(def)
+			if fp == "" {
+				return confirm.Question{}, confirm.Refuse("The upstream's definition of %s cannot be fingerprinted, so it cannot be approved. Nothing was done.", showValue(name, nameWidth))
+			}
+			canon, err := requeststate.CanonicalArguments(req.Params.Arguments)
+			if err != nil {
+				return confirm.Question{}, confirm.Refuse("The call's arguments are not valid JSON, so it was refused. Nothing was done.")
+			}
+			args, err := splitArguments(canon)
+			if err != nil {
+				return confirm.Question{}, confirm.Refuse("The call was refused before asking: its %v. Nothing was done.", err)
+			}
+			return confirm.Question{Message: question(p.policy.Name(), name, args, p.policy.template(name)), Subject: fp}, nil
+		},
+		Act: func(ctx context.Context, approved ledger.Confirmation) (*mcp.CallToolResult, error) {
+			// The upstream may have changed the tool since the question:
+			// forward only to the definition the person approved.
+			def, err := up.Tool(ctx, name)
+			if err != nil {
+				p.log.Warn("proxy: cannot re-read the tool before forwarding", "tool", name, "err", err)
+				return nil, confirm.Refuse("The upstream's definition of %s could not be re-checked, so the approved call was not sent. Nothing was done; ask again.", showValue(name, nameWidth))
+			}
+			if def == nil || Fingerprint(def) == "" || Fingerprint(def) != approved.Subject || sealed != approved.Subject {
+				p.log.Warn("proxy: tool changed after the question; not forwarded", "tool", name, "id", approved.ID)
+				return nil, confirm.Refuse("The upstream changed the tool %s after you were asked (its name, input schema or annotations differ from what was approved), so the call was not sent. Nothing was done; ask again.", showValue(name, nameWidth))
+			}
+			canon, err := requeststate.CanonicalArguments(req.Params.Arguments)
+			if err != nil {
+				return nil, confirm.Refuse("The call's arguments are not valid JSON. Nothing was done.")
+			}
+			// Exactly the arguments the digest covers, once, and never again.
+			res, err := up.CallTool(ctx, req, canon, "", nil)
+			if err != nil {
+				return nil, p.sendFailure(name, approved.ID, err)
+			}
+			return p.continuation(ctx, res, approved)
+		},
+	}
+}
+
+// sendFailure is the answer when a confirmed call's forwarding failed. An
+// error the upstream answered with is its answer (a [confirm.Refusal]);
+// anything else means the request may have reached the upstream and acted
+// and the reply was lost: the error wraps [confirm.ErrOutcomeUnknown].
+func (p *Proxy) sendFailure(name string, id ledger.ID, err error) error {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		p.log.Info("proxy: the upstream refused an approved call", "tool", name, "id", id, "code", werr.Code)
+		return confirm.Refuse("The upstream answered the approved call with an error: %s. It will not be sent again.", prompt.Value(werr.Message, prompt.Options{MaxWidth: 200}))
+	}
+	p.log.Error("proxy: outcome unknown: the upstream's reply to an approved call was lost", "tool", name, "id", id, "err", err)
+	return fmt.Errorf("proxy: %s was forwarded once and its reply lost (%v): %w", name, err, confirm.ErrOutcomeUnknown)
+}
+
+// continuation lets a confirmed call's upstream ask for more input (an
+// input_required result of the 2026-07-28 era): the round that carries the
+// answer is recorded as a new single-use confirmation, so the sealed state
+// cannot be replayed to send the call again.
+func (p *Proxy) continuation(ctx context.Context, res *mcp.CallToolResult, approved ledger.Confirmation) (*mcp.CallToolResult, error) {
+	if res.InputRequests == nil {
+		return res, nil
+	}
+	next, err := p.ledger.Issue(ctx, ledger.Confirmation{Tool: approved.Tool, ArgsDigest: approved.ArgsDigest, Principal: approved.Principal, Subject: approved.Subject})
+	if err != nil {
+		p.log.Error("proxy: cannot record the upstream's follow-up question", "id", approved.ID, "err", err)
+		return nil, confirm.Refuse("The upstream asked a follow-up question the proxy could not record; the call was sent once and did not finish. It will not be sent again.")
+	}
+	res.RequestState = continuePrefix + next.ID.String() + "." + res.RequestState
+	return res, nil
+}
+
+// continueCall is the round after an approved call's upstream asked for
+// more input: it spends the continuation and forwards the answers.
+func (p *Proxy) continueCall(ctx context.Context, up relay.Upstream, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	b, ok := requeststate.BindingFrom(ctx)
+	rest := strings.TrimPrefix(req.Params.RequestState, continuePrefix)
+	idText, upState, _ := strings.Cut(rest, ".")
+	id, err := ledger.ParseID(idText)
+	if !ok || err != nil {
+		return refusal("This continuation is not valid. Nothing was done."), nil
+	}
+	rec, err := p.ledger.Redeem(ctx, id)
+	if err != nil {
+		p.log.Warn("proxy: continuation refused", "id", id, "err", err)
+		if errors.Is(err, ledger.ErrSpent) {
+			return refusal("This follow-up answer was already used. Nothing was sent again."), nil
+		}
+		return refusal("This follow-up answer has expired or is unknown. Nothing was sent."), nil
+	}
+	if rec.Tool != b.Target || rec.ArgsDigest != b.ArgsDigest || rec.Principal != b.Principal {
+		res := refusal("This follow-up answer was given for a different call. Nothing was sent.")
+		p.complete(ctx, id, ledger.OutcomeFailed, res)
+		return res, nil
+	}
+	canon, err := requeststate.CanonicalArguments(req.Params.Arguments)
+	if err != nil {
+		res := refusal("The call's arguments are not valid JSON. Nothing was done.")
+		p.complete(ctx, id, ledger.OutcomeFailed, res)
+		return res, nil
+	}
+	res, err := up.CallTool(ctx, req, canon, upState, req.Params.InputResponses)
+	if err != nil {
+		var r *confirm.Refusal
+		if errors.As(p.sendFailure(req.Params.Name, id, err), &r) {
+			res := refusal("%s", r.Reason)
+			p.complete(ctx, id, ledger.OutcomeFailed, res)
+			return res, nil
+		}
+		res := refusal("The answer was sent to the upstream once, but its reply was lost: the action may or may not have happened. Check before asking again.")
+		p.complete(ctx, id, ledger.OutcomeUnknown, res)
+		return res, nil
+	}
+	kind := ledger.OutcomeDone
+	if res.IsError {
+		kind = ledger.OutcomeFailed
+	}
+	p.complete(ctx, id, kind, res)
+	res, err = p.continuation(ctx, res, rec.Confirmation)
+	var r *confirm.Refusal
+	if errors.As(err, &r) {
+		return refusal("%s", r.Reason), nil
+	}
+	return res, err
+}
+
+// complete records what a follow-up round did as the outcome of its
+// single-use record (the ledger keeps every redeemed approval's outcome,
+// and one it never hears of ends in doubt). A failure to record changes
+// nothing for this call; it is logged.
+func (p *Proxy) complete(ctx context.Context, id ledger.ID, kind ledger.OutcomeKind, res *mcp.CallToolResult) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	b, err := json.Marshal(res)
+	if err == nil {
+		err = p.ledger.Complete(ctx, id, kind, b)
+	}
+	if err != nil {
+		p.log.Error("proxy: the follow-up round's outcome could not be recorded", "id", id, "outcome", kind, "err", err)
+	}
+}
+
+func refusal(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+// template returns the operator's question template for tool, or nil.
+func (p *Policy) template(tool string) template {
+	if p == nil {
+		return nil
+	}
+	return p.questions[tool]
+}

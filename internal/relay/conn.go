@@ -1,0 +1,335 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// protocolMRTR is the first protocol version with multi round-trip requests
+// and per-request client capabilities.
+const protocolMRTR = "2026-07-28"
+
+// metaPrefix is the _meta namespace the protocol reserves for itself
+// (protocol version, client info and capabilities, log level, …).
+const metaPrefix = "io.modelcontextprotocol/"
+
+// A conn is one client connection to the upstream; it is the [Upstream]
+// of the requests it serves.
+//
+// The shared conn serves every request that arrives in the 2026-07-28 era:
+// such clients cannot receive server-initiated requests, so it declares no
+// elicitation, sampling or roots capability (an upstream on that era asks
+// through input_required results instead, which the relay passes on
+// in-band). A downstream session of the older era gets a conn of its own
+// when it initializes, declaring what that client declared, so that the
+// upstream's elicitation, sampling and roots requests reach exactly that
+// client.
+type conn struct {
+	r      *Relay
+	cs     *mcp.ClientSession
+	down   *mcp.ServerSession      // nil for the shared conn
+	caps   *mcp.ClientCapabilities // what down declared, to dial again
+	closed chan struct{}           // closed when the connection ends
+	// rootsClient is the client of a conn that relays the downstream
+	// client's roots; it announces their changes upstream.
+	rootsClient *mcp.Client
+
+	mu       sync.Mutex
+	inflight []context.Context // contexts of the downstream calls in flight on down
+	subs     map[string]int    // resource URI → downstream subscriptions
+}
+
+// dial opens a connection to the upstream. down is the older-era session it
+// serves, with the capabilities that client declared; nil for the shared
+// connection.
+func (r *Relay) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.ClientCapabilities) (*conn, error) {
+	c := &conn{r: r, down: down, caps: caps, subs: map[string]int{}, closed: make(chan struct{})}
+	copts := &mcp.ClientOptions{
+		Logger: r.log,
+		// input_required results go back to the downstream client as they
+		// are; the relay never answers an upstream's question itself.
+		MultiRoundTrip:             &mcp.MultiRoundTripOptions{Disabled: true},
+		Capabilities:               &mcp.ClientCapabilities{},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { r.announce("tools") },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { r.announce("prompts") },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { r.announce("resources") },
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			r.server.ResourceUpdated(ctx, req.Params)
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			r.relayProgress(req.Params)
+		},
+		//lint:ignore SA1019 logging (deprecated by SEP-2577) is still relayed to older-era clients
+		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			if c.down == nil {
+				r.log.Debug("relay: upstream log message on the shared connection", "level", req.Params.Level, "logger", req.Params.Logger)
+				return
+			}
+			rctx, cancel := c.relayContext(ctx)
+			defer cancel()
+			//lint:ignore SA1019 logging (deprecated by SEP-2577) is still relayed to older-era clients
+			c.down.Log(rctx, req.Params)
+		},
+	}
+	if down != nil {
+		copts.Capabilities = relayed(caps)
+	}
+	if copts.Capabilities.Elicitation != nil {
+		copts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			rctx, cancel := c.relayContext(ctx)
+			defer cancel()
+			return down.Elicit(rctx, req.Params)
+		}
+		copts.ElicitationCompleteHandler = func(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			down.NotifyElicitationComplete(ctx, req.Params)
+		}
+	}
+	//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+	if copts.Capabilities.Sampling != nil {
+		//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+		copts.CreateMessageWithToolsHandler = func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+			rctx, cancel := c.relayContext(ctx)
+			defer cancel()
+			//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+			return down.CreateMessageWithTools(rctx, req.Params)
+		}
+	}
+	client := mcp.NewClient(r.opts.Implementation, copts)
+	client.AddSendingMiddleware(zeroToolsTTL)
+	//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
+	if copts.Capabilities.RootsV2 != nil {
+		c.rootsClient = client
+		client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method != "roots/list" {
+					return next(ctx, method, req)
+				}
+				//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
+				params, _ := req.GetParams().(*mcp.ListRootsParams)
+				rctx, cancel := c.relayContext(ctx)
+				defer cancel()
+				//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
+				return down.ListRoots(rctx, params)
+			}
+		})
+	}
+	t, err := r.opts.Connect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
+	}
+	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: r.opts.UpstreamProtocol})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
+	}
+	c.cs = cs
+	go func() {
+		cs.Wait()
+		close(c.closed)
+	}()
+	return c, nil
+}
+
+// relayed returns the capabilities a connection declares to the upstream for
+// a downstream client that declared caps: a copy of its elicitation,
+// sampling and roots capabilities, and nothing else.
+func relayed(caps *mcp.ClientCapabilities) *mcp.ClientCapabilities {
+	out := &mcp.ClientCapabilities{}
+	if caps == nil {
+		return out
+	}
+	out.Elicitation = clone(caps.Elicitation)
+	//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+	out.Sampling = clone(caps.Sampling)
+	//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
+	out.RootsV2 = clone(caps.RootsV2)
+	return out
+}
+
+func clone[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}
+
+// dead reports whether the upstream ended this connection (its process
+// exited, its HTTP session ended).
+func (c *conn) dead() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// modern reports whether the upstream speaks 2026-07-28 or later.
+func (c *conn) modern() bool {
+	r := c.cs.InitializeResult()
+	return r != nil && r.ProtocolVersion >= protocolMRTR
+}
+
+// track records ctx as a downstream call in flight until the returned
+// function is called. A relayed server-initiated request is sent with the
+// context of such a call, so that over streamable HTTP it travels on the
+// stream of a request the client is waiting on.
+func (c *conn) track(ctx context.Context) func() {
+	if c.down == nil {
+		return func() {}
+	}
+	c.mu.Lock()
+	c.inflight = append(c.inflight, ctx)
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, x := range c.inflight {
+			if x == ctx {
+				c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// relayContext returns a context for a request relayed to down: the values
+// of the latest downstream call in flight (its stream), cancelled with
+// upCtx (the upstream's request).
+func (c *conn) relayContext(upCtx context.Context) (context.Context, context.CancelFunc) {
+	c.mu.Lock()
+	base := context.Background()
+	if n := len(c.inflight); n > 0 {
+		base = context.WithoutCancel(c.inflight[n-1])
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithCancel(base)
+	stop := context.AfterFunc(upCtx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// Tool implements [Upstream]: it never reads a cache.
+func (c *conn) Tool(ctx context.Context, name string) (*mcp.Tool, error) {
+	for t, err := range c.cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("%w: tools/list: %v", ErrUpstream, err)
+		}
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return nil, nil
+}
+
+// Tools implements [Upstream].
+func (c *conn) Tools(ctx context.Context) ([]*mcp.Tool, error) {
+	var out []*mcp.Tool
+	for t, err := range c.cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("%w: tools/list: %v", ErrUpstream, err)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// CallTool implements [Upstream].
+func (c *conn) CallTool(ctx context.Context, req *mcp.CallToolRequest, args json.RawMessage, state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	meta, done := c.r.withProgress(ctx, ss, c.forwardMeta(req.Params.Meta))
+	defer done()
+	var arguments any = args
+	if len(args) == 0 {
+		arguments = map[string]any{} // never "null"
+	}
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: req.Params.Name, Arguments: arguments,
+		InputResponses: responses, RequestState: state})
+	if err != nil {
+		return nil, err
+	}
+	// A fresh result: the upstream's result type is for the upstream's hop.
+	return &mcp.CallToolResult{Meta: res.Meta, Content: res.Content, StructuredContent: res.StructuredContent,
+		IsError: res.IsError, InputRequests: res.InputRequests, RequestState: res.RequestState}, nil
+}
+
+// forwardMeta returns the _meta to send upstream for a downstream request's
+// meta m: everything but the protocol's own keys, which describe the hop
+// between the client and the relay (the go-sdk client writes its own). To
+// an upstream of the 2026-07-28 era the downstream client's capabilities and
+// log level travel on, since that upstream asks through input_required
+// results, which the relay passes on to that same client.
+func (c *conn) forwardMeta(m mcp.Meta) mcp.Meta {
+	out := mcp.Meta{}
+	for k, v := range m {
+		if !strings.HasPrefix(k, metaPrefix) {
+			out[k] = v
+		}
+	}
+	if c.modern() {
+		//lint:ignore SA1019 the client's log level (logging is deprecated by SEP-2577) travels on to a 2026-07-28 upstream that asks in-band
+		for _, k := range []string{mcp.MetaKeyClientCapabilities, mcp.MetaKeyLogLevel} {
+			if v, ok := m[k]; ok {
+				out[k] = v
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// zeroToolsTTL is a client sending middleware that clears the cache hint of
+// every tools/list result before the go-sdk client's cache sees it: a gate
+// that re-checks a tool's definition must read the upstream's current one,
+// not one cached a minute ago.
+func zeroToolsTTL(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*mcp.ListToolsResult); ok && r != nil {
+			r.TTLMs = 0
+		}
+		return res, err
+	}
+}
+
+// subscribe forwards a resource subscription, counting subscribers so that
+// one session's unsubscribe does not end another's on the shared
+// connection.
+func (c *conn) subscribe(ctx context.Context, params *mcp.SubscribeParams) error {
+	c.mu.Lock()
+	n := c.subs[params.URI]
+	c.subs[params.URI] = n + 1
+	c.mu.Unlock()
+	if n > 0 {
+		return nil
+	}
+	if err := c.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: params.URI}); err != nil {
+		c.mu.Lock()
+		c.subs[params.URI]--
+		c.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+func (c *conn) unsubscribe(ctx context.Context, params *mcp.UnsubscribeParams) error {
+	c.mu.Lock()
+	n := c.subs[params.URI]
+	if n > 1 {
+		c.subs[params.URI] = n - 1
+		c.mu.Unlock()
+		return nil
+	}
+	delete(c.subs, params.URI)
+	c.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	return c.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: params.URI})
+}

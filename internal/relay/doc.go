@@ -1,0 +1,75 @@
+// Package relay forwards MCP between downstream clients and one upstream
+// server that nobody here wrote: a go-sdk server for the clients
+// ([Relay.Server]) and go-sdk client connections to the upstream, one
+// shared and one per older-era session.
+//
+// It knows nothing of confirmations. Whoever assembles it (package proxy,
+// the gate) decides each tools/call round ([Options.CallTool], which
+// forwards through the [Upstream] it is handed), which tools tools/list
+// shows ([Options.Listed]), and what runs before the relay on every
+// request ([Options.Receiving]: the requestState boundary).
+//
+// # What it guarantees
+//
+//   - Pass-through. tools/list, resources (list, templates, read,
+//     subscribe, updates), prompts, completions, logging, progress,
+//     cancellation, list-changed notifications and the upstream's own
+//     elicitation, sampling and roots requests pass through unchanged but
+//     for the protocol's own _meta keys, which describe each hop and are
+//     written afresh on each. The relay answers initialize, ping and the
+//     protocol's session methods itself; methods outside the MCP
+//     specification are not forwarded (go-sdk does not decode them) and get
+//     "method not found".
+//   - The right client. The upstream's elicitation, sampling and roots
+//     requests reach only the older-era client whose connection they came
+//     on, on the stream of a call that client is waiting on; progress
+//     reaches only the caller, under its own token (the relay rewrites
+//     tokens so that clients' choices never collide upstream); a
+//     resource subscription shared on one connection ends only with its
+//     last subscriber.
+//   - Both eras. A 2026-07-28 client gets every tools/call, prompts/get and
+//     resources/read result marked with its resultType, which go-sdk writes
+//     only for its own handlers; an older-era client gets an
+//     input_required result played in-process (its requests put to the
+//     client, the call made again with the answers, at most maxRounds
+//     rounds), as go-sdk's own shim does for its own tools.
+//   - Sent once. A request is forwarded once and never retried. A
+//     connection the upstream ended (its process exited) is opened again
+//     for the next request; a request in flight on it keeps the old
+//     connection's outcome. An error that is not the upstream's own
+//     JSON-RPC error reaches the client only as "the upstream server did
+//     not answer".
+//   - Fresh definitions. [Upstream.Tool] and [Upstream.Tools] read the
+//     upstream every time; the go-sdk client's tools/list cache hint is
+//     cleared before that cache sees it.
+//   - Bounded. At most Options.MaxSessions older-era sessions hold a
+//     connection of their own (for a command upstream, a process each).
+//   - Private by default. A list or read result the upstream did not scope
+//     for caching is scoped "private": a shared cache must not serve one
+//     user's answer to another.
+//
+// # What it does not guarantee
+//
+//   - No security decision of its own: every tools/call goes to
+//     Options.CallTool, or upstream unchanged when that is nil.
+//   - Progress is relayed best effort, for progressGrace after the call
+//     returns; log messages reach older-era clients only.
+//   - An older-era upstream's server-initiated request on the shared
+//     connection (one a 2026-07-28 client cannot receive) is refused, and
+//     the call that caused it fails.
+//   - A list change the upstream announces before New returns is not
+//     handled: the downstream server does not exist yet.
+//
+// # Connections
+//
+// [New] opens one upstream connection. Requests of the 2026-07-28 era —
+// whose clients cannot receive server-initiated requests — share it; it
+// declares no elicitation, sampling or roots capability, and an upstream of
+// that era asks through input_required results, which are relayed in-band.
+// Each downstream session of an older era gets a connection of its own
+// when it initializes (for a command upstream, a process of its own),
+// declaring the capabilities that client declared, so the upstream's
+// elicitation, sampling and roots requests reach exactly that client; it
+// closes when the session ends. An initialize beyond Options.MaxSessions
+// such sessions is refused until one ends.
+package relay
