@@ -19,7 +19,10 @@
 //     written afresh on each. The relay answers initialize, ping and the
 //     protocol's session methods itself; methods outside the MCP
 //     specification are not forwarded (go-sdk does not decode them) and get
-//     "method not found".
+//     "method not found". TestRelayPassThroughFeatures,
+//     TestRelayNotificationsAndSampling, TestRelayCancellation and
+//     TestRelayResourceUpdates check it, through the relay alone;
+//     TestRelayGateHooks checks the seam a gate uses.
 //   - The right client. The upstream's elicitation, sampling and roots
 //     requests reach only the older-era client whose connection they came
 //     on, on the stream of a call that client is waiting on; progress

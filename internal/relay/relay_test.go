@@ -1,0 +1,280 @@
+package relay_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
+	"github.com/mcp-confirm/mcp-confirm/internal/relay"
+)
+
+// Prompts, resources, resource templates and completions pass through
+// unchanged, in both eras.
+func TestRelayPassThroughFeatures(t *testing.T) {
+	for _, down := range eras {
+		for _, up := range eras {
+			t.Run("client "+down+"/upstream "+up, func(t *testing.T) {
+				e := newEnv(t, newUpstream(t, up))
+				cs := e.connect(mcptest.ClientOptions{Era: down, Answer: mcptest.Accept()})
+				ctx := context.Background()
+				if init := cs.InitializeResult(); init.Instructions != "upstream instructions" || init.Capabilities.Prompts == nil || init.Capabilities.Resources == nil || init.Capabilities.Completions == nil {
+					t.Fatalf("initialize = %+v, want the upstream's instructions and capabilities", init)
+				}
+				prompts, err := cs.ListPrompts(ctx, nil)
+				if err != nil || len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "greet" {
+					t.Fatalf("prompts/list = %+v, %v", prompts, err)
+				}
+				got, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: map[string]string{"who": "ada"}})
+				if err != nil || got.Messages[0].Content.(*mcp.TextContent).Text != "hello ada" {
+					t.Fatalf("prompts/get = %+v, %v", got, err)
+				}
+				resources, err := cs.ListResources(ctx, nil)
+				if err != nil || len(resources.Resources) != 1 || resources.Resources[0].URI != "file:///hello.txt" {
+					t.Fatalf("resources/list = %+v, %v", resources, err)
+				}
+				templates, err := cs.ListResourceTemplates(ctx, nil)
+				if err != nil || len(templates.ResourceTemplates) != 1 {
+					t.Fatalf("resources/templates/list = %+v, %v", templates, err)
+				}
+				for uri, want := range map[string]string{"file:///hello.txt": "hello resource", "file:///docs/a": "doc file:///docs/a"} {
+					r, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+					if err != nil || r.Contents[0].Text != want {
+						t.Fatalf("resources/read %s = %+v, %v", uri, r, err)
+					}
+				}
+				c, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"}, Argument: mcp.CompleteParamsArgument{Name: "who", Value: "ad"}})
+				if err != nil || len(c.Completion.Values) != 1 || c.Completion.Values[0] != "ad-completed" {
+					t.Fatalf("completion/complete = %+v, %v", c, err)
+				}
+			})
+		}
+	}
+}
+
+// Progress notifications come back to the caller with its own token; a tool
+// list change upstream is announced downstream; an older client gets the
+// upstream's log messages at the level it set and answers its sampling
+// requests.
+func TestRelayNotificationsAndSampling(t *testing.T) {
+	for _, down := range eras {
+		t.Run(down, func(t *testing.T) {
+			u := newUpstream(t, eraLegacy)
+			e := newEnv(t, u)
+			var (
+				mu       sync.Mutex
+				progress []any
+				logs     []string
+				changed  = make(chan struct{}, 10)
+			)
+			copts := &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+					mu.Lock()
+					progress = append(progress, req.Params.ProgressToken)
+					mu.Unlock()
+				},
+				//lint:ignore SA1019 the test client receives the upstream's relayed log messages (SEP-2577 deprecates logging)
+				LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+					mu.Lock()
+					logs = append(logs, req.Params.Data.(string))
+					mu.Unlock()
+				},
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+				//lint:ignore SA1019 the test client answers the upstream's relayed sampling request (SEP-2577 deprecates sampling)
+				CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					//lint:ignore SA1019 the test client answers the upstream's relayed sampling request (SEP-2577 deprecates sampling)
+					return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "from the client"}}, nil
+				},
+			}
+			cs := e.connect(mcptest.ClientOptions{Era: down, Client: copts})
+			ctx := context.Background()
+			if down == eraLegacy {
+				//lint:ignore SA1019 the test client sets the level the relayed log messages are sent at (SEP-2577 deprecates logging)
+				if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			params := &mcp.CallToolParams{Name: "slow"}
+			params.SetProgressToken("my-token")
+			res, err := cs.CallTool(ctx, params)
+			wantResult(t, res, err, "done")
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				mu.Lock()
+				n, l := len(progress), len(logs)
+				mu.Unlock()
+				if n == 2 && (down == eraMRTR || l == 1) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("got %d progress notifications and %d log messages\n%s", n, l, e.log.String())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			mu.Lock()
+			if progress[0] != "my-token" || progress[1] != "my-token" || (down == eraLegacy && logs[0] != "a log line") {
+				t.Fatalf("progress tokens %v, logs %v", progress, logs)
+			}
+			mu.Unlock()
+
+			u.server.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+			select {
+			case <-changed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no tools/list_changed reached the client")
+			}
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil || !strings.Contains(toolNames(tools), "added") {
+				t.Fatalf("tools/list after the change = %s, %v", toolNames(tools), err)
+			}
+
+			if down == eraLegacy {
+				res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "sample"})
+				wantResult(t, res, err, "sampled from the client")
+			}
+		})
+	}
+}
+
+func toolNames(r *mcp.ListToolsResult) string {
+	if r == nil {
+		return ""
+	}
+	var names []string
+	for _, t := range r.Tools {
+		names = append(names, t.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+// A client's cancellation reaches the upstream: the call the upstream is
+// running is cancelled there too.
+func TestRelayCancellation(t *testing.T) {
+	for _, down := range eras {
+		t.Run(down, func(t *testing.T) {
+			u := newUpstream(t, eraLegacy)
+			started, cancelled := make(chan struct{}), make(chan struct{})
+			u.server.AddTool(&mcp.Tool{Name: "wait", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				close(started)
+				<-ctx.Done()
+				close(cancelled)
+				return nil, ctx.Err()
+			})
+			e := newEnv(t, u)
+			cs := e.connect(mcptest.ClientOptions{Era: down})
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				<-started
+				cancel()
+			}()
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait"}); err == nil {
+				t.Fatal("a cancelled call returned no error")
+			}
+			select {
+			case <-cancelled:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the upstream's call was not cancelled")
+			}
+		})
+	}
+}
+
+// A resource subscription is forwarded, and the upstream's
+// resources/updated reaches the subscribed client, in both eras.
+func TestRelayResourceUpdates(t *testing.T) {
+	for _, down := range eras {
+		t.Run(down, func(t *testing.T) {
+			u := newUpstream(t, eraLegacy)
+			e := newEnv(t, u)
+			updated := make(chan string, 10)
+			cs := e.connect(mcptest.ClientOptions{Era: down, Client: &mcp.ClientOptions{
+				ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
+			}})
+			if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: "file:///hello.txt"}); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for u.subscribed.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the subscription did not reach the upstream")
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			u.server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: "file:///hello.txt"})
+			select {
+			case uri := <-updated:
+				if uri != "file:///hello.txt" {
+					t.Fatalf("updated %q", uri)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("resources/updated did not reach the client")
+			}
+		})
+	}
+}
+
+// The seam a gate uses: Receiving runs before the relay on every request,
+// Listed decides what tools/list shows, and CallTool sees every tools/call
+// round and forwards through the Upstream it is handed, or not at all.
+func TestRelayGateHooks(t *testing.T) {
+	for _, down := range eras {
+		t.Run(down, func(t *testing.T) {
+			u := newUpstream(t, eraLegacy)
+			var (
+				mu   sync.Mutex
+				seen []string
+			)
+			saw := func(s string) {
+				mu.Lock()
+				seen = append(seen, s)
+				mu.Unlock()
+			}
+			e := newEnv(t, u, func(o *relay.Options) {
+				o.Receiving = append(o.Receiving, func(next mcp.MethodHandler) mcp.MethodHandler {
+					return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+						if method == "tools/call" {
+							saw("receiving")
+						}
+						return next(ctx, method, req)
+					}
+				})
+				o.Listed = func(t *mcp.Tool) bool { return t.Name != "sample" }
+				o.CallTool = func(ctx context.Context, up relay.Upstream, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					saw("gate " + req.Params.Name)
+					if req.Params.Name == "sample" {
+						return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "refused by the gate"}}}, nil
+					}
+					if def, err := up.Tool(ctx, req.Params.Name); err != nil || def == nil {
+						return nil, fmt.Errorf("the gate could not read %s: %v", req.Params.Name, err)
+					}
+					return up.CallTool(ctx, req, req.Params.Arguments, req.Params.RequestState, req.Params.InputResponses)
+				}
+			})
+			cs := e.connect(mcptest.ClientOptions{Era: down})
+			ctx := context.Background()
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil || !strings.Contains(toolNames(tools), "slow") || strings.Contains(toolNames(tools), "sample") {
+				t.Fatalf("tools/list = %s, %v; want slow listed and sample not", toolNames(tools), err)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"})
+			wantResult(t, res, err, "done")
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "sample"})
+			mcptest.WantToolRefusal(t, res, err, "refused by the gate")
+			if n := u.sampled.Load(); n != 0 {
+				t.Fatalf("the upstream ran a call the gate refused %d times", n)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got, want := strings.Join(seen, ", "), "receiving, gate slow, receiving, gate sample"; got != want {
+				t.Fatalf("hooks ran as %q, want %q", got, want)
+			}
+		})
+	}
+}
