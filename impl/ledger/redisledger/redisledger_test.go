@@ -482,11 +482,19 @@ func TestForeignKeys(t *testing.T) {
 // after) must succeed, and each that begins at or after it (by TIME read
 // right before) must be refused as expired. Instants on and off a whole
 // millisecond are tried.
+//
+// The test's timing is measured, not assumed: a fixed second for the Adds
+// and 100 ms of Spends before the cut failed on a loaded machine (400 Adds
+// took up to 19 s, a sleep overslept the whole window). The cut is set
+// after the Adds as long as they were measured to take, the Spends begin a
+// window before it sized from the measured round trip of a Spend and
+// lateness of a sleep, and an attempt that did not straddle the cut (the
+// machine stalled longer than measured) is made again, on fresh
+// confirmations, sized from what it measured. Every answer of every
+// attempt is checked.
 func TestExpiryOnServerClock(t *testing.T) {
 	ctx := context.Background()
 	c := newClient(t)
-	// 400 pending confirmations of one principal.
-	s := newStore(t, c, redisledger.Options{Namespace: namespace(t, c), MaxPendingPerPrincipal: 400})
 	now := func() time.Time {
 		t.Helper()
 		at, err := c.Time(ctx).Result()
@@ -495,54 +503,133 @@ func TestExpiryOnServerClock(t *testing.T) {
 		}
 		return at
 	}
-	for _, offset := range []time.Duration{0, 500 * time.Microsecond, 999 * time.Microsecond} {
-		// Far enough ahead for the Adds on a slow machine; the Spends start
-		// shortly before the cut.
-		expires := now().Truncate(time.Millisecond).Add(time.Second + offset)
-		var confs []ledger.Confirmation
-		for range 400 {
-			conf := ledgertest.Fresh(t)
-			conf.Expires = expires
-			if err := s.Add(ctx, conf); err != nil {
+	const (
+		afterCut    = 21 // Spends after the cut an attempt makes
+		maxAttempts = 6
+	)
+	// fresh returns a store of its own holding expiryPool confirmations of one
+	// principal expiring at expires, the confirmations, and how long their
+	// Adds took.
+	fresh := func(expires time.Time) (*redisledger.Store, []ledger.Confirmation, time.Duration) {
+		s := newStore(t, c, redisledger.Options{Namespace: namespace(t, c), MaxPendingPerPrincipal: expiryPool})
+		began := time.Now()
+		confs := make([]ledger.Confirmation, expiryPool)
+		for i := range confs {
+			confs[i] = ledgertest.Fresh(t)
+			confs[i].Expires = expires
+			if err := s.Add(ctx, confs[i]); err != nil {
 				t.Fatal(err)
 			}
-			confs = append(confs, conf)
 		}
-		cut := expires
-		if d := cut.Sub(now()); d < 100*time.Millisecond {
-			t.Fatalf("offset %v: adding took until %v before the cut, want 100 ms", offset, d)
-		} else {
-			time.Sleep(d - 100*time.Millisecond)
-		}
-		var before, after int
-		for _, conf := range confs {
-			t0 := now()
-			_, err := s.Spend(ctx, conf.ID, ledger.Acting, ledgertest.Long)
-			t1 := now()
-			switch {
-			case t1.Before(cut) && err != nil:
-				t.Fatalf("offset %v: Spend ending at %v, before %v: %v", offset, t1, cut, err)
-			case !t0.Before(cut) && !errors.Is(err, ledger.ErrExpired):
-				t.Fatalf("offset %v: Spend beginning at %v, not before %v (Expires %v): %v, want ErrExpired", offset, t0, cut, expires, err)
-			case err != nil && !errors.Is(err, ledger.ErrExpired):
-				t.Fatalf("offset %v: Spend = %v", offset, err)
+		return s, confs, time.Since(began)
+	}
+	tm := measureSpends(t, c, now)
+	t.Logf("measured: %v for %d Adds, %v a Spend's round, a sleep up to %v late", tm.adds, expiryPool, tm.round, tm.late)
+	for _, offset := range []time.Duration{0, 500 * time.Microsecond, 999 * time.Microsecond} {
+		for attempt := 1; ; attempt++ {
+			w := tm.window()
+			// Spends at most every w/100: a window sized for slow rounds
+			// does not use up the confirmations before the cut when the
+			// rounds are fast again.
+			gap := max(200*time.Microsecond, w/100)
+			expires := now().Truncate(time.Millisecond).Add(2*tm.adds + w + offset)
+			s, confs, took := fresh(expires)
+			tm.adds = max(tm.adds, took)
+			cut := expires
+			before, after := 0, 0
+			if d := cut.Sub(now()); d >= w {
+				time.Sleep(d - w)
+				start := cut.Add(-w)
+				for i, conf := range confs {
+					t0 := now()
+					if i == 0 {
+						tm.late = max(tm.late, t0.Sub(start))
+					}
+					_, err := s.Spend(ctx, conf.ID, ledger.Acting, ledgertest.Long)
+					t1 := now()
+					switch {
+					case t1.Before(cut) && err != nil:
+						t.Fatalf("offset %v: Spend ending at %v, before %v: %v", offset, t1, cut, err)
+					case !t0.Before(cut) && !errors.Is(err, ledger.ErrExpired):
+						t.Fatalf("offset %v: Spend beginning at %v, not before %v (Expires %v): %v, want ErrExpired", offset, t0, cut, expires, err)
+					case err != nil && !errors.Is(err, ledger.ErrExpired):
+						t.Fatalf("offset %v: Spend = %v", offset, err)
+					}
+					tm.round = max(tm.round, t1.Sub(t0))
+					if t1.Before(cut) {
+						before++
+					} else if !t0.Before(cut) {
+						after++
+					}
+					if after >= afterCut {
+						break
+					}
+					time.Sleep(gap)
+				}
 			}
-			if t1.Before(cut) {
-				before++
-			} else if !t0.Before(cut) {
-				after++
-			}
-			if after > 20 {
+			// Both sides were tried, or the check above proved nothing.
+			if before > 0 && after > 0 {
+				t.Logf("offset %v: %d spends before the cut, %d after (window %v, attempt %d)", offset, before, after, w, attempt)
 				break
 			}
-			time.Sleep(200 * time.Microsecond)
+			if attempt == maxAttempts {
+				t.Fatalf("offset %v: %d spends before the cut and %d after in attempt %d (window %v; measured %+v): the instant was not straddled", offset, before, after, attempt, w, tm)
+			}
+			t.Logf("offset %v: attempt %d did not straddle the cut (%d before, %d after, window %v, Adds took %v): again, sized from what it measured", offset, attempt, before, after, w, took)
+			// The machine is slower than measured: twice as much room for
+			// each, on top of what this attempt saw.
+			tm.adds, tm.round, tm.late = 2*tm.adds, 2*tm.round, 2*tm.late
 		}
-		// Both sides were tried, or the check above proved nothing.
-		if before == 0 || after == 0 {
-			t.Fatalf("offset %v: %d spends before the cut and %d after: the instant was not straddled", offset, before, after)
-		}
-		t.Logf("offset %v: %d spends before the cut, %d after", offset, before, after)
 	}
+}
+
+// expiryPool is how many confirmations an attempt of
+// TestExpiryOnServerClock adds, all expiring at its cut. Its Spends are at
+// least w/100 apart and begin w before the cut, so at most 101 end before
+// it; 21 begin after it.
+const expiryPool = 150
+
+// spendTiming is what TestExpiryOnServerClock measured of this machine and
+// server, the longest of each seen.
+type spendTiming struct {
+	adds  time.Duration // the expiryPool Adds of an attempt
+	round time.Duration // one Spend between two reads of TIME
+	late  time.Duration // how late a short sleep wakes
+}
+
+// window is how long before the cut the Spends begin: room for the sleep
+// before them to wake late and for several rounds, however fast the
+// machine.
+func (tm spendTiming) window() time.Duration {
+	return max(20*time.Millisecond, 2*tm.late+10*tm.round)
+}
+
+// measureSpends measures 20 Adds, Spends and short sleeps in a namespace
+// of its own, and sizes the first attempt's Adds from them.
+func measureSpends(t *testing.T, c *redis.Client, now func() time.Time) spendTiming {
+	ctx := context.Background()
+	s := newStore(t, c, redisledger.Options{Namespace: namespace(t, c)})
+	var tm spendTiming
+	var adds time.Duration
+	const n = 20
+	for range n {
+		conf := ledgertest.Fresh(t)
+		began := time.Now()
+		if err := s.Add(ctx, conf); err != nil {
+			t.Fatal(err)
+		}
+		adds += time.Since(began)
+		t0 := now()
+		if _, err := s.Spend(ctx, conf.ID, ledger.Acting, ledgertest.Long); err != nil {
+			t.Fatal(err)
+		}
+		tm.round = max(tm.round, now().Sub(t0))
+		slept := time.Now()
+		time.Sleep(time.Millisecond)
+		tm.late = max(tm.late, time.Since(slept)-time.Millisecond)
+	}
+	tm.adds = adds * expiryPool / n
+	return tm
 }
 
 // TestCaps runs the shared check of the caps over two clients, as two
