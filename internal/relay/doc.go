@@ -11,6 +11,9 @@
 //
 // # What it guarantees
 //
+// Each guarantee names the tests that check it; those in impl/proxy run
+// the relay behind the gate.
+//
 //   - Pass-through. tools/list, resources (list, templates, read,
 //     subscribe, updates), prompts, completions, logging, progress,
 //     cancellation, list-changed notifications and the upstream's own
@@ -20,36 +23,39 @@
 //     protocol's session methods itself; methods outside the MCP
 //     specification are not forwarded (go-sdk does not decode them) and get
 //     "method not found". TestRelayPassThroughFeatures,
-//     TestRelayNotificationsAndSampling, TestRelayCancellation and
-//     TestRelayResourceUpdates check it, through the relay alone;
-//     TestRelayGateHooks checks the seam a gate uses.
+//     TestRelayNotificationsAndSampling, TestRelayCancellation,
+//     TestRelayResourceUpdates, TestRelayUnknownMethod.
 //   - The right client. The upstream's elicitation, sampling and roots
 //     requests reach only the older-era client whose connection they came
 //     on, on the stream of a call that client is waiting on; progress
 //     reaches only the caller, under its own token (the relay rewrites
-//     tokens so that clients' choices never collide upstream); a
-//     resource subscription shared on one connection ends only with its
-//     last subscriber.
+//     tokens so that clients' choices never collide upstream); a resource
+//     subscription shared on one connection is sent upstream once and
+//     outlives a subscriber that leaves. TestProxyRelaysUpstreamQuestion,
+//     TestRelayNotificationsAndSampling, TestRelaySubscriptionsShared.
 //   - Both eras. A 2026-07-28 client gets every tools/call, prompts/get and
 //     resources/read result marked with its resultType, which go-sdk writes
 //     only for its own handlers; an older-era client gets an
 //     input_required result played in-process (its requests put to the
 //     client, the call made again with the answers, at most maxRounds
 //     rounds), as go-sdk's own shim does for its own tools.
-//   - Sent once. A request is forwarded once and never retried. A
-//     connection the upstream ended (its process exited) is opened again
-//     for the next request; a request in flight on it keeps the old
-//     connection's outcome. An error that is not the upstream's own
-//     JSON-RPC error reaches the client only as "the upstream server did
-//     not answer".
+//     TestProxyResultTypeOnTheWire, TestProxyRelaysUpstreamQuestion.
+//   - Sent once. A request is forwarded once and never retried; a
+//     connection the upstream ended is opened again for the next request.
+//     TestProxyLostReplyOutcomeUnknown.
 //   - Fresh definitions. [Upstream.Tool] and [Upstream.Tools] read the
 //     upstream every time; the go-sdk client's tools/list cache hint is
-//     cleared before that cache sees it.
+//     cleared before that cache sees it. TestProxyToolRedefinedAfterQuestion.
 //   - Bounded. At most Options.MaxSessions older-era sessions hold a
 //     connection of their own (for a command upstream, a process each).
+//     TestProxySessionCap.
 //   - Private by default. A list or read result the upstream did not scope
 //     for caching is scoped "private": a shared cache must not serve one
-//     user's answer to another.
+//     user's answer to another. TestProxyFilesystemServer.
+//   - The seam: Options.Receiving runs before the relay, Options.Listed
+//     decides tools/list, and Options.CallTool sees every tools/call round;
+//     a round it does not forward never reaches the upstream.
+//     TestRelayGateHooks.
 //
 // # What it does not guarantee
 //
@@ -60,6 +66,10 @@
 //   - An older-era upstream's server-initiated request on the shared
 //     connection (one a 2026-07-28 client cannot receive) is refused, and
 //     the call that caused it fails.
+//   - A subscription of 2026-07-28 clients is not ended upstream when the
+//     last of them leaves: go-sdk hears of it as their subscriptions/listen
+//     stream ends, with that stream's context already cancelled, so the
+//     relay's unsubscribe never reaches the upstream.
 //   - A list change the upstream announces before New returns is not
 //     handled: the downstream server does not exist yet.
 //

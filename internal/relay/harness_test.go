@@ -28,10 +28,11 @@ var eras = []string{eraMRTR, eraLegacy}
 // and tools that use the server-to-client features the relay passes on:
 // progress, a log message and a sampling request.
 type upstream struct {
-	t          testing.TB
-	server     *mcp.Server
-	subscribed atomic.Int32 // resources/subscribe calls received
-	sampled    atomic.Int32 // calls of the sample tool received
+	t            testing.TB
+	server       *mcp.Server
+	subscribed   atomic.Int32 // resources/subscribe calls received
+	unsubscribed atomic.Int32 // resources/unsubscribe calls received
+	sampled      atomic.Int32 // calls of the sample tool received
 }
 
 func newUpstream(t testing.TB, era string) *upstream {
@@ -46,7 +47,10 @@ func newUpstream(t testing.TB, era string) *upstream {
 			u.subscribed.Add(1)
 			return nil
 		},
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error {
+			u.unsubscribed.Add(1)
+			return nil
+		},
 	}
 	if era == eraLegacy {
 		opts.SupportedProtocolVersions = []string{eraLegacy, "2025-06-18", "2025-03-26", "2024-11-05"}

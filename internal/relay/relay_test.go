@@ -2,12 +2,15 @@ package relay_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
@@ -276,5 +279,105 @@ func TestRelayGateHooks(t *testing.T) {
 				t.Fatalf("hooks ran as %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// 2026-07-28 clients share one upstream connection: a resource
+// subscription is sent upstream once, and one subscriber leaving does not
+// end it for the others. (The last one leaving does not end it upstream
+// either: see the package doc.)
+func TestRelaySubscriptionsShared(t *testing.T) {
+	u := newUpstream(t, eraLegacy)
+	e := newEnv(t, u)
+	ctx := context.Background()
+	updated := make(chan string, 10)
+	first := e.connect(mcptest.ClientOptions{Era: eraMRTR})
+	second := e.connect(mcptest.ClientOptions{Era: eraMRTR, Client: &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
+	}})
+	const uri = "file:///hello.txt"
+	for _, cs := range []*mcp.ClientSession{first, second} {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A 2026-07-28 client subscribes and unsubscribes by opening and ending
+	// a subscriptions/listen stream, which the relay hears of after
+	// Subscribe and Unsubscribe return; the downstream server logs each.
+	waitLog := func(msg string, n int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for strings.Count(e.log.String(), msg) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("the relay did not log %q %d times\n%s", msg, n, e.log.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitLog(`msg="resource subscribed"`, 2)
+	if n := u.subscribed.Load(); n != 1 {
+		t.Fatalf("two subscriptions on the shared connection reached the upstream %d times, want once", n)
+	}
+	if err := first.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(`msg="resource unsubscribed"`, 1)
+	if n := u.unsubscribed.Load(); n != 0 {
+		t.Fatalf("one client's unsubscribe ended the other's subscription upstream (%d unsubscribes)", n)
+	}
+	u.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	select {
+	case got := <-updated:
+		if got != uri {
+			t.Fatalf("updated %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("resources/updated no longer reaches the subscriber that stayed")
+	}
+}
+
+// A method outside the MCP specification is not forwarded: the client gets
+// "method not found" (go-sdk does not decode it, so the relay never sees
+// it).
+func TestRelayUnknownMethod(t *testing.T) {
+	e := newEnv(t, newUpstream(t, eraLegacy))
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := e.relay.Server().Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	conn, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	call := func(id int64, method string, params string) *jsonrpc.Response {
+		t.Helper()
+		rid, _ := jsonrpc.MakeID(float64(id))
+		if err := conn.Write(ctx, &jsonrpc.Request{ID: rid, Method: method, Params: json.RawMessage(params)}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := conn.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r, ok := m.(*jsonrpc.Response); ok && r.ID == rid {
+				return r
+			}
+		}
+	}
+	if r := call(1, "initialize", `{"protocolVersion":"`+eraLegacy+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`); r.Error != nil {
+		t.Fatalf("initialize: %v", r.Error)
+	}
+	if err := conn.Write(ctx, &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	r := call(2, "vendor/unknown", `{}`)
+	var werr *jsonrpc.Error
+	if !errors.As(r.Error, &werr) || werr.Code != jsonrpc.CodeMethodNotFound {
+		t.Fatalf("vendor/unknown answered %+v, want method not found", r)
 	}
 }
