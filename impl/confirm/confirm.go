@@ -193,7 +193,7 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 		InputRequests: mcp.InputRequestMap{InputID: &mcp.ElicitParams{
 			Mode:            "form",
 			Message:         q.Message,
-			RequestedSchema: RequestedSchema(),
+			RequestedSchema: requestedSchema(),
 		}},
 		RequestState: statePrefix + c.ID.String(),
 	}, nil
@@ -216,11 +216,11 @@ func (f *Flow) cancelUnanswered(ctx context.Context, id ledger.ID, callErr error
 	f.log.Info("confirm: cancelled: the call failed before an answer came back", "id", id, "call_err", callErr)
 }
 
-// RequestedSchema returns the form the question asks the person to fill in:
+// requestedSchema returns the form the question asks the person to fill in:
 // one required boolean, confirm. It asks for an explicit yes: an "accept"
 // without confirm=true (a client that auto-submits an empty form) is not an
 // approval.
-func RequestedSchema() map[string]any {
+func requestedSchema() map[string]any {
 	return map[string]any{
 		"type": "object",
 		"properties": map[string]any{
