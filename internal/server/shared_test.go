@@ -74,21 +74,37 @@ func replicaWith(t *testing.T, url, name string, o envOptions, wrap func(ledger.
 // lease runs (a short one here, on the store's own clock) the retry is
 // told the action is in progress; after it, in doubt — never run, through
 // sessions of either era.
+//
+// The lease is real time, so it must outlast the retry's round trip: a
+// fixed 500 ms did not on a loaded machine (the retry was told in doubt).
+// An attempt whose retry came back in doubt after the lease could have
+// ended is made again on a fresh deployment, with a lease of four times
+// that round trip (at least twice the last), at most five times.
 func TestCrashBetweenRedeemAndActShared(t *testing.T) {
-	const lease = 500 * time.Millisecond
 	for kind, url := range sharedStores(t) {
 		for _, era := range []string{eraMRTR, eraLegacy} {
 			t.Run(kind+"/"+era, func(t *testing.T) {
 				url := storeURL(t, kind, url)
-				root, name := t.TempDir(), uniqueName(t)
-				a := replicaWith(t, url, name, envOptions{roots: []string{root}, lease: lease},
-					func(s ledger.Store) ledger.Store { return crashAfterRedeem{s} })
-				b := replicaWith(t, url, name, envOptions{roots: []string{root}, lease: lease}, nil)
-				a.root = root
-				crashAndRetry(t, a, b, era, httpT, func(crashed time.Time) {
-					// The lease began inside the crashed call, before it returned.
-					time.Sleep(time.Until(crashed.Add(lease + 10*time.Millisecond)))
-				})
+				lease := 500 * time.Millisecond
+				for attempt := 1; ; attempt++ {
+					root, name := t.TempDir(), uniqueName(t)
+					a := replicaWith(t, url, name, envOptions{roots: []string{root}, lease: lease},
+						func(s ledger.Store) ledger.Store { return crashAfterRedeem{s} })
+					b := replicaWith(t, url, name, envOptions{roots: []string{root}, lease: lease}, nil)
+					a.root = root
+					ok, took := crashAndRetry(t, a, b, era, httpT, lease, func(crashed time.Time) {
+						// The lease began inside the crashed call, before it returned.
+						time.Sleep(time.Until(crashed.Add(lease + 10*time.Millisecond)))
+					})
+					if ok {
+						break
+					}
+					if attempt == 5 {
+						t.Fatalf("the retry came back %v after the crashed call began, past even a %v lease, %d times: in progress was never seen", took, lease, attempt)
+					}
+					t.Logf("attempt %d: the retry came back %v after the crashed call began, past the %v lease (in doubt): again with a longer lease", attempt, took, lease)
+					lease = max(2*lease, 4*took)
+				}
 			})
 		}
 	}
