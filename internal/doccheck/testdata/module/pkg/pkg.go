@@ -1,0 +1,8 @@
+// Package pkg is checked by TestPresent and, wrongly, by TestGoneFromComment.
+package pkg
+
+// BenchmarkDriver is a helper's type that documents may name.
+type BenchmarkDriver struct{}
+
+// BenchmarkShared is a helper function that documents may name.
+func BenchmarkShared() {}
