@@ -170,12 +170,14 @@ func (r *e2eRun) problem(format string, args ...any) {
 func startReplica(t *testing.T, name string, keys [][]byte, root string, store ledger.Store) string {
 	t.Helper()
 	srv, err := server.New(server.Options{
-		Name:   name,
-		Roots:  []string{root},
-		Keys:   keys,
-		TTL:    e2eTTL,
-		Store:  store,
-		Logger: slog.New(slog.DiscardHandler), // thousands of expected refusals
+		Setup: confirm.Setup{
+			Name:   name,
+			Keys:   keys,
+			TTL:    e2eTTL,
+			Store:  store,
+			Logger: slog.New(slog.DiscardHandler), // thousands of expected refusals
+		},
+		Roots: []string{root},
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
@@ -125,7 +126,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return code
 	}
 	defer shared.close()
-	srv, err := newServer(server.Options{Name: c.shared.name, Roots: c.roots, Keys: shared.keys, TTL: c.ttl, Store: shared.store, Logger: log})
+	srv, err := newServer(server.Options{
+		Setup: confirm.Setup{Name: c.shared.name, Keys: shared.keys, TTL: c.ttl, Store: shared.store, Logger: log},
+		Roots: c.roots,
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
 		return 2

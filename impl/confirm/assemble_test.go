@@ -10,9 +10,9 @@ import (
 
 func TestAssemble(t *testing.T) {
 	if _, err := confirm.Assemble(confirm.Setup{}); err == nil {
-		t.Fatal("Assemble without an audience: want an error")
+		t.Fatal("Assemble without a name: want an error")
 	}
-	if _, err := confirm.Assemble(confirm.Setup{Audience: "a", Keys: [][]byte{[]byte("short")}}); err == nil {
+	if _, err := confirm.Assemble(confirm.Setup{Name: "a", Keys: [][]byte{[]byte("short")}}); err == nil {
 		t.Fatal("Assemble with a key the boundary refuses: want an error")
 	}
 	for _, tc := range []struct {
@@ -21,7 +21,7 @@ func TestAssemble(t *testing.T) {
 		{0, requeststate.DefaultTTL},
 		{time.Minute, time.Minute},
 	} {
-		p, err := confirm.Assemble(confirm.Setup{Audience: "a", TTL: tc.ttl})
+		p, err := confirm.Assemble(confirm.Setup{Name: "a", TTL: tc.ttl})
 		if err != nil {
 			t.Fatalf("Assemble(TTL %v): %v", tc.ttl, err)
 		}

@@ -109,7 +109,8 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	}
 	p := &Proxy{log: opts.Logger, policy: opts.Policy}
 	parts, err := confirm.Assemble(confirm.Setup{
-		Audience:  opts.Name,
+		Name:      opts.Name,
+		Version:   opts.Version,
 		Keys:      opts.Keys,
 		TTL:       opts.TTL,
 		Lease:     opts.Lease,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/internal/beneath"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
@@ -84,20 +85,22 @@ func newEnv(t *testing.T, o envOptions) *env {
 		now = o.clock.Now
 	}
 	srv, err := server.New(server.Options{
-		Name:      o.name,
-		Roots:     roots,
-		Beneath:   beneath.Options{Walk: o.walk},
-		Keys:      o.keys,
-		Store:     o.store,
-		Lease:     o.lease,
-		Principal: o.principal,
-		Now:       now,
-		Logger:    slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Observe: func(ev ledger.Event) {
-			e.mu.Lock()
-			e.events = append(e.events, ev)
-			e.mu.Unlock()
+		Setup: confirm.Setup{
+			Name:      o.name,
+			Keys:      o.keys,
+			Store:     o.store,
+			Lease:     o.lease,
+			Principal: o.principal,
+			Now:       now,
+			Logger:    slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			Observe: func(ev ledger.Event) {
+				e.mu.Lock()
+				e.events = append(e.events, ev)
+				e.mu.Unlock()
+			},
 		},
+		Roots:   roots,
+		Beneath: beneath.Options{Walk: o.walk},
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

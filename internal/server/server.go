@@ -15,7 +15,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -24,7 +23,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
-	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 	"github.com/mcp-confirm/mcp-confirm/internal/beneath"
 	"github.com/mcp-confirm/mcp-confirm/internal/filetool"
@@ -36,36 +34,16 @@ const DefaultName = "mcp-confirm"
 
 // Options configures a [Server]. Zero values are secure defaults.
 type Options struct {
-	// Name is the server's implementation name and the requestState
-	// audience. Replicas behind one load balancer must share it.
-	Name    string
-	Version string
+	// Setup holds the options every confirming front end shares (name,
+	// keys, TTL, lease, store, principal, logger, clock, observer); its
+	// Name defaults to [DefaultName].
+	confirm.Setup
 	// Roots are the directories delete_file may delete inside. None means
 	// every call is refused.
 	Roots []string
 	// Beneath configures how delete_file resolves paths beneath its roots
 	// (zero: openat2 where the kernel has it).
 	Beneath beneath.Options
-	// Keys are the requestState secrets (see requeststate.Options.Keys);
-	// nil means an ephemeral key known to this process only.
-	Keys [][]byte
-	// TTL bounds how long a question may wait for its answer, both in the
-	// sealed requestState and in the ledger. Default 600 s.
-	TTL time.Duration
-	// Lease bounds how long an approved action may take to run and have
-	// its outcome recorded (ledger.Options.Lease); a slower one is never
-	// run again, but its retries are told it is in doubt. Default 2 minutes.
-	Lease time.Duration
-	// Store holds confirmations; nil means an in-memory store.
-	Store ledger.Store
-	// Principal overrides who the caller is (requeststate.Options.Principal).
-	Principal func(ctx context.Context, req mcp.Request) (string, error)
-	// Logger receives refusal reasons; nil means slog.Default().
-	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// Observe traces ledger events (ledger.Options.Observe).
-	Observe func(ledger.Event)
 }
 
 // Server is an assembled mcp-confirm server.
@@ -82,23 +60,10 @@ func New(opts Options) (*Server, error) {
 	if opts.Name == "" {
 		opts.Name = DefaultName
 	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	parts, err := confirm.Assemble(confirm.Setup{
-		Audience:  opts.Name,
-		Keys:      opts.Keys,
-		TTL:       opts.TTL,
-		Lease:     opts.Lease,
-		Store:     opts.Store,
-		Principal: opts.Principal,
-		Logger:    opts.Logger,
-		Now:       opts.Now,
-		Observe:   opts.Observe,
-	})
+	parts, err := confirm.Assemble(opts.Setup)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -110,7 +75,7 @@ func New(opts Options) (*Server, error) {
 	if len(opts.Roots) == 0 {
 		opts.Logger.Warn("no --root given: every delete_file call will be refused")
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{Logger: opts.Logger})
+	s := mcp.NewServer(parts.Implementation, &mcp.ServerOptions{Logger: opts.Logger})
 	// The boundary wraps everything after go-sdk's own legacy-era shim, so
 	// every requestState that crosses the wire is sealed and verified.
 	s.AddReceivingMiddleware(parts.Boundary.Middleware())
