@@ -48,6 +48,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
 	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
@@ -763,7 +764,7 @@ func TestEndToEndRedis(t *testing.T) {
 		t.Skip("set MCP_CONFIRM_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to check two server replicas on one Redis end to end")
 	}
 	name := "mcp-confirm-e2e-" + randomName(t)
-	// server.OpenStore's namespace for this audience.
+	// storeurl.Open's namespace for this audience.
 	t.Cleanup(func() { deleteRedisNamespace(t, url, "mcp-confirm:{"+name+"}:") })
 	checkEndToEndShared(t, url, name)
 }
@@ -777,7 +778,7 @@ func TestEndToEndPostgres(t *testing.T) {
 		t.Skip("set MCP_CONFIRM_POSTGRES_URL (e.g. postgres://user:pw@127.0.0.1:5432/db) to check two server replicas on one PostgreSQL end to end")
 	}
 	name := "mcp-confirm-e2e-" + randomName(t)
-	// server.OpenStore's table and namespace for this audience.
+	// storeurl.Open's table and namespace for this audience.
 	t.Cleanup(func() { deletePostgresNamespace(t, url, pgledger.DefaultTable, name) })
 	checkEndToEndShared(t, url, name)
 }
@@ -791,10 +792,10 @@ func checkEndToEndShared(t *testing.T, url, name string) {
 	var urls []string
 	for range 2 {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		store, closeStore, err := server.OpenStore(ctx, url, name, server.StoreOptions{})
+		store, closeStore, err := storeurl.Open(ctx, url, name, storeurl.Options{})
 		cancel()
 		if err != nil {
-			t.Fatalf("OpenStore: %v", err)
+			t.Fatalf("storeurl.Open: %v", err)
 		}
 		t.Cleanup(closeStore)
 		urls = append(urls, startReplica(t, name, keys, root, store))

@@ -9,13 +9,12 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
 	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
-	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
 // ledgerEnv names the environment variable that may hold the ledger URL:
@@ -46,15 +45,12 @@ func (s *sharedFlags) register(fs *flag.FlagSet, defaultName string) {
 	fs.StringVar(&s.ledgerFile, "ledger-file", "", "read the ledger URL from this file (its first line that is not blank or a '#' comment); the file must be\nreadable by its owner only")
 }
 
-// validName keeps names usable as a Redis hash tag and a log field.
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-
 // resolve checks the flags and finds the ledger URL: --ledger, else
 // --ledger-file, else $MCP_CONFIRM_LEDGER, else memory:. getenv reads the
 // environment.
 func (s *sharedFlags) resolve(getenv func(string) string) error {
-	if !validName.MatchString(s.name) {
-		return fmt.Errorf("--name %q: want 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", s.name)
+	if err := storeurl.CheckName(s.name); err != nil {
+		return fmt.Errorf("--name: %w", err)
 	}
 	switch {
 	case s.ledger != "" && s.ledgerFile != "":
@@ -75,7 +71,7 @@ func (s *sharedFlags) resolve(getenv func(string) string) error {
 	default:
 		s.url, s.source = "memory:", "--ledger"
 	}
-	if err := server.CheckStoreURL(s.url); err != nil {
+	if err := storeurl.Check(s.url); err != nil {
 		return fmt.Errorf("%s: %w", s.source, err)
 	}
 	return nil
@@ -143,8 +139,8 @@ func (s *sharedFlags) open(ctx context.Context, log *slog.Logger) (o opened, cod
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	o.store, o.close, err = server.OpenStore(ctx, s.url, s.name, server.StoreOptions{AllowRollback: s.allowRollback, Logger: log})
-	if errors.Is(err, server.ErrNotDurable) {
+	o.store, o.close, err = storeurl.Open(ctx, s.url, s.name, storeurl.Options{AllowRollback: s.allowRollback, Logger: log})
+	if errors.Is(err, storeurl.ErrNotDurable) {
 		return o, 1, fmt.Errorf("%s: %w\nFix the store's configuration, or accept the risk with --allow-ledger-rollback", s.source, err)
 	}
 	if err != nil {

@@ -13,9 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
-	"github.com/mcp-confirm/mcp-confirm/internal/server"
 	"github.com/mcp-confirm/mcp-confirm/internal/statetoken"
 )
 
@@ -315,9 +315,9 @@ func TestProxyReplicasShareStore(t *testing.T) {
 			replica := func() *env {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				store, closeStore, err := server.OpenStore(ctx, url, name, server.StoreOptions{})
+				store, closeStore, err := storeurl.Open(ctx, url, name, storeurl.Options{})
 				if err != nil {
-					t.Fatalf("OpenStore: %v", err)
+					t.Fatalf("storeurl.Open: %v", err)
 				}
 				t.Cleanup(closeStore)
 				return newEnv(t, envOptions{up: up, store: store, name: name})

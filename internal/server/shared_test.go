@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -16,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
-	"github.com/mcp-confirm/mcp-confirm/internal/server"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
 )
 
 // sharedStores lists the shared-store URLs under test; a store whose
@@ -57,9 +56,9 @@ func replicaWith(t *testing.T, url, name string, o envOptions, wrap func(ledger.
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	store, closeStore, err := server.OpenStore(ctx, url, name, server.StoreOptions{})
+	store, closeStore, err := storeurl.Open(ctx, url, name, storeurl.Options{})
 	if err != nil {
-		t.Fatalf("OpenStore: %v", err)
+		t.Fatalf("storeurl.Open: %v", err)
 	}
 	t.Cleanup(closeStore)
 	if wrap != nil {
@@ -278,26 +277,4 @@ func hostOf(t *testing.T, rawURL string) string {
 		t.Fatalf("host %q of %q: %v", rest, rawURL, err)
 	}
 	return rest
-}
-
-func TestOpenStoreRejectsBadURLs(t *testing.T) {
-	for _, u := range []string{"ftp://x", "mysql://u:s3cret@h/db", "::::", "memory"} {
-		_, _, err := server.OpenStore(context.Background(), u, "x", server.StoreOptions{})
-		if !errors.Is(err, server.ErrLedgerURL) {
-			t.Errorf("OpenStore(%q) = %v, want ErrLedgerURL", u, err)
-		}
-		if err != nil && strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("error echoes the password: %v", err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, u := range []string{"redis://:s3cret@127.0.0.1:1/0", "postgres://u:s3cret@127.0.0.1:1/db?connect_timeout=2"} {
-		_, _, err := server.OpenStore(ctx, u, "x", server.StoreOptions{})
-		if err == nil {
-			t.Errorf("OpenStore(%q) connected to a closed port", u)
-		} else if strings.Contains(err.Error(), "s3cret") {
-			t.Errorf("error echoes the password: %v", err)
-		}
-	}
 }
