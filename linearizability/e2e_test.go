@@ -49,6 +49,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
@@ -216,15 +217,15 @@ func connectMRTR(ctx context.Context, url string, loss *lossyHTTP) (*mcp.ClientS
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 	})
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}},
-		&mcp.ClientSessionOptions{ProtocolVersion: server.ProtocolMRTR})
+		&mcp.ClientSessionOptions{ProtocolVersion: requeststate.ProtocolMRTR})
 	if err != nil {
 		tr.CloseIdleConnections()
 		return nil, nil, err
 	}
-	if v := cs.InitializeResult().ProtocolVersion; v != server.ProtocolMRTR {
+	if v := cs.InitializeResult().ProtocolVersion; v != requeststate.ProtocolMRTR {
 		cs.Close()
 		tr.CloseIdleConnections()
-		return nil, nil, fmt.Errorf("negotiated protocol %s, want %s", v, server.ProtocolMRTR)
+		return nil, nil, fmt.Errorf("negotiated protocol %s, want %s", v, requeststate.ProtocolMRTR)
 	}
 	return cs, func() { cs.Close(); tr.CloseIdleConnections() }, nil
 }

@@ -20,8 +20,9 @@ import (
 type frontFlags struct {
 	httpAddr          string
 	maxMessageBytes   int64
-	sessionTimeout    time.Duration // 0 until resolved: the TTL
-	requestTimeout    time.Duration // 0 until resolved: the TTL plus a minute
+	sessionTimeout    time.Duration // 0 unless given: ttl's (serve.HTTPOptions.ForTTL)
+	requestTimeout    time.Duration // 0 unless given: ttl's
+	ttl               time.Duration // the --ttl value, once resolved
 	maxSessions       int
 	maxConns          int
 	readHeaderTimeout time.Duration
@@ -46,7 +47,8 @@ func (f *frontFlags) register(fs *flag.FlagSet) {
 	f.auth.register(fs)
 }
 
-// resolve checks the flags fs parsed and ties the unset timeouts to ttl.
+// resolve checks the flags fs parsed and records ttl, to which the unset
+// timeouts are tied.
 // Every limit must be positive: none can be switched off.
 func (f *frontFlags) resolve(fs *flag.FlagSet, ttl time.Duration) error {
 	set := map[string]bool{}
@@ -72,16 +74,12 @@ func (f *frontFlags) resolve(fs *flag.FlagSet, ttl time.Duration) error {
 	if err := f.auth.check(f.httpAddr); err != nil {
 		return err
 	}
-	if !set["session-timeout"] {
-		f.sessionTimeout = ttl
-	}
-	if !set["request-timeout"] {
-		f.requestTimeout = ttl + time.Minute
-	}
+	f.ttl = ttl
 	return nil
 }
 
-// httpOptions are the HTTP front door's options; auth may be nil.
+// httpOptions are the HTTP front door's options, with the timeouts not
+// given tied to the TTL; auth may be nil.
 func (f *frontFlags) httpOptions(log *slog.Logger, auth func(http.Handler) http.Handler) serve.HTTPOptions {
 	return serve.HTTPOptions{
 		Auth:              auth,
@@ -95,7 +93,7 @@ func (f *frontFlags) httpOptions(log *slog.Logger, auth func(http.Handler) http.
 		IdleTimeout:       f.idleTimeout,
 		MaxHeaderBytes:    f.maxHeaderBytes,
 		Logger:            log,
-	}
+	}.ForTTL(f.ttl)
 }
 
 // serve serves s on stdio, or over streamable HTTP when --http was given,

@@ -10,6 +10,7 @@ import (
 const keygenUsage = `Usage:
   mcp-confirm keygen FILE   create FILE (mode 0600; never overwritten) holding one new random key
   mcp-confirm keygen        print one new key line, e.g. to append when rotating: mcp-confirm keygen >> FILE
+  mcp-confirm keygen --version
 
 Each key line is ` + keyfile.Prefix + ` and the unpadded base64url of 32 random bytes and a
 4-byte check; --key-file accepts nothing else (see the README).
@@ -21,6 +22,8 @@ func runKeygen(args []string, stdout, stderr io.Writer) int {
 	case len(args) == 1 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help"):
 		fmt.Fprint(stderr, keygenUsage)
 		return 0
+	case len(args) == 1 && (args[0] == "-version" || args[0] == "--version"):
+		return printVersion(stdout)
 	case len(args) == 0:
 		fmt.Fprintln(stdout, keyfile.Generate())
 		return 0

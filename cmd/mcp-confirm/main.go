@@ -7,6 +7,7 @@
 //	mcp-confirm --root DIR [--root DIR ...] [--http ADDR] [--key-file FILE] [--ttl 10m] [--ledger-file FILE]
 //	mcp-confirm keygen [FILE]
 //	mcp-confirm proxy [flags] -- COMMAND [ARGS...]
+//	mcp-confirm --version
 //
 // It speaks MCP over stdio unless --http is given. Run mcp-confirm --help
 // for every flag.
@@ -39,6 +40,7 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	roots    []string
+	version  bool // --version: print it and exit
 	ttl      time.Duration
 	logLevel slog.Level
 	shared   sharedFlags
@@ -64,6 +66,7 @@ Usage:
   mcp-confirm keygen FILE      write a new key file for --key-file (owner-only)
   mcp-confirm keygen           print one new key line (to append when rotating)
   mcp-confirm proxy --help     the confirming proxy for other MCP servers
+  mcp-confirm --version        print the version (also after proxy or keygen)
 
 It serves MCP over stdio unless --http is given. Without --root, every
 delete_file call is refused.
@@ -81,12 +84,16 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
 	c.front.register(fs)
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.version {
+		return c, nil
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
@@ -104,6 +111,14 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	return c, nil
 }
 
+// printVersion writes the version line of --version: the same for the
+// server, the proxy and keygen, and the serverInfo.version both front
+// ends announce.
+func printVersion(stdout io.Writer) int {
+	fmt.Fprintln(stdout, "mcp-confirm", confirm.Version())
+	return 0
+}
+
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "proxy" {
 		return runProxy(ctx, args[1:], stdin, stdout, stderr)
@@ -118,6 +133,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm: %v\nRun mcp-confirm --help for usage.\n", err)
 		return 2
+	}
+	if c.version {
+		return printVersion(stdout)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
 	shared, code, err := c.shared.open(ctx, log)

@@ -79,7 +79,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"--max-message-bytes", "--session-timeout", "--request-timeout", "--max-sessions", "--max-conns",
 		"--read-header-timeout", "--read-timeout", "--idle-timeout", "--max-header-bytes",
 		"--auth-issuer", "--public-url", "--auth-scopes", "--auth-principal-claim", "--auth-tokens", "--auth-token-dir", "--insecure-no-auth",
-		"--name", "--ledger-file", "--allow-ledger-rollback"} {
+		"--name", "--ledger-file", "--allow-ledger-rollback", "--version"} {
 		if !strings.Contains(stderr.String(), "  -"+strings.TrimPrefix(f, "--")) {
 			t.Errorf("--help does not document %s:\n%s", f, stderr.String())
 		}

@@ -22,6 +22,7 @@ import (
 // proxyConfig is the parsed command line of the proxy subcommand.
 type proxyConfig struct {
 	command     []string // the upstream command and its arguments
+	version     bool     // --version: print it and exit
 	upstreamURL string
 	policy      string
 	maxUpstream int
@@ -59,12 +60,16 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
 	c.front.register(fs)
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), proxyUsage)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.version {
+		return c, nil
 	}
 	c.command = fs.Args()
 	switch {
@@ -105,6 +110,9 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\nRun mcp-confirm proxy --help for usage.\n", err)
 		return 2
+	}
+	if c.version {
+		return printVersion(stdout)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
 	var policy *proxy.Policy

@@ -22,7 +22,8 @@ type Setup struct {
 	// audience. Replicas behind one load balancer share it; other services
 	// must not. Each front end has its own default; [Assemble] requires it.
 	Name string
-	// Version is the server's serverInfo.version. Default "dev".
+	// Version is the server's serverInfo.version. Default [Version]: the
+	// mcp-confirm this program was built from.
 	Version string
 	// Keys are the requestState secrets (requeststate.Options.Keys); nil
 	// means an ephemeral key known to this process only.
@@ -69,7 +70,7 @@ func Assemble(s Setup) (Parts, error) {
 		return Parts{}, errors.New("confirm: Setup.Name is required")
 	}
 	if s.Version == "" {
-		s.Version = "dev"
+		s.Version = Version()
 	}
 	if s.TTL == 0 {
 		s.TTL = requeststate.DefaultTTL

@@ -35,3 +35,20 @@ func TestAssemble(t *testing.T) {
 		}
 	}
 }
+
+// The serverInfo a front end announces: its name, and the build's version
+// unless it names one.
+func TestAssembleImplementation(t *testing.T) {
+	for _, tt := range []struct{ version, want string }{
+		{"", confirm.Version()},
+		{"1.2.3", "1.2.3"},
+	} {
+		p, err := confirm.Assemble(confirm.Setup{Name: "a", Version: tt.version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := *p.Implementation; got.Name != "a" || got.Version != tt.want {
+			t.Errorf("Assemble(Version %q): serverInfo %+v, want a %s", tt.version, got, tt.want)
+		}
+	}
+}

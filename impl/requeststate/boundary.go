@@ -40,6 +40,12 @@ var (
 	errPrincipal = errors.New("requeststate: principal unavailable")
 )
 
+// ProtocolMRTR is the first MCP protocol version with multi round-trip
+// requests, the version whose input_required results carry a requestState.
+// Every mcp-confirm package that tells the protocol eras apart compares
+// with this one constant.
+const ProtocolMRTR = "2026-07-28"
+
 // Defaults for [Options].
 const (
 	DefaultTTL     = 600 * time.Second

@@ -17,10 +17,6 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 )
 
-// ProtocolMRTR is the first protocol version with multi round-trip
-// requests, served statelessly.
-const ProtocolMRTR = "2026-07-28"
-
 // Defaults of [HTTPOptions] and [StdioOptions].
 const (
 	// DefaultMaxMessageBytes bounds one request: the largest delete_file
@@ -28,13 +24,15 @@ const (
 	// requestState) is about 25 KiB.
 	DefaultMaxMessageBytes = 64 << 10
 	// DefaultSessionTimeout is the default TTL of a question: a session
-	// idle that long has no question left that could still be answered.
+	// idle that long has no question left that could still be answered
+	// (see [HTTPOptions.ForTTL]).
 	DefaultSessionTimeout = requeststate.DefaultTTL
 	// DefaultMaxSessions bounds the stateful sessions (about 12 KiB each).
 	DefaultMaxSessions = 1000
 	// DefaultRequestTimeout outlives the longest wait for an answer to a
-	// question asked in-process (older era): the TTL, plus a minute.
-	DefaultRequestTimeout = DefaultSessionTimeout + time.Minute
+	// question asked in-process (older era): the TTL, plus answerGrace
+	// (see [HTTPOptions.ForTTL]).
+	DefaultRequestTimeout = DefaultSessionTimeout + answerGrace
 	// DefaultMaxConns stays well below the usual 1024 file descriptors.
 	DefaultMaxConns          = 256
 	DefaultReadHeaderTimeout = 10 * time.Second
@@ -57,15 +55,16 @@ type HTTPOptions struct {
 	// Default [DefaultMaxMessageBytes].
 	MaxMessageBytes int64
 	// SessionTimeout closes a stateful session that has had no request in
-	// flight for this long. Default [DefaultSessionTimeout]; servers with a
-	// longer TTL should pass it.
+	// flight for this long. Default [DefaultSessionTimeout]; a server with
+	// another TTL sets it with [HTTPOptions.ForTTL].
 	SessionTimeout time.Duration
 	// MaxSessions caps the live stateful sessions. Default
 	// [DefaultMaxSessions].
 	MaxSessions int
 	// RequestTimeout ends every request (a stream included) this long after
 	// it started. It must outlive the TTL for older-era clients to answer a
-	// question late. Default [DefaultRequestTimeout].
+	// question late. Default [DefaultRequestTimeout]; a server with another
+	// TTL sets it with [HTTPOptions.ForTTL].
 	RequestTimeout time.Duration
 
 	// The rest apply to [HTTP.Serve] (the http.Server and its listener),
@@ -89,6 +88,28 @@ type HTTPOptions struct {
 	// Logger receives refusals and the server's own errors; nil means
 	// slog.Default().
 	Logger *slog.Logger
+}
+
+// answerGrace is how long a request may outlive the TTL: an older-era call
+// waits in-process up to the TTL for its answer, then acts and replies.
+const answerGrace = time.Minute
+
+// ForTTL returns o with the two limits tied to the TTL of a question (ttl:
+// how long the requestState and the ledger keep it answerable) set, where
+// o leaves them zero: SessionTimeout to ttl, as a session idle that long
+// has no question left that could still be answered, and RequestTimeout to
+// ttl plus a minute, so that an older-era call waiting in-process for its
+// answer can still act and reply. A server whose TTL is not
+// requeststate.DefaultTTL passes its options through ForTTL; both
+// mcp-confirm front ends and the binary do.
+func (o HTTPOptions) ForTTL(ttl time.Duration) HTTPOptions {
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = ttl
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = ttl + answerGrace
+	}
+	return o
 }
 
 // withDefaults validates o and fills in the defaults.
@@ -154,7 +175,7 @@ func NewHTTP(s *mcp.Server, opts HTTPOptions) (*HTTP, error) {
 	})
 	capped := &sessionCap{server: s, max: opts.MaxSessions, next: stateful, log: opts.Logger}
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v := r.Header.Get("Mcp-Protocol-Version"); v >= ProtocolMRTR {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= requeststate.ProtocolMRTR {
 			stateless.ServeHTTP(w, r)
 			return
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
@@ -118,7 +119,7 @@ func post(t *testing.T, c *http.Client, url, era, session, body string) *http.Re
 	if era != "" {
 		req.Header.Set("Mcp-Protocol-Version", era)
 	}
-	if era >= serve.ProtocolMRTR {
+	if era >= requeststate.ProtocolMRTR {
 		// The standard headers 2026-07-28 requires.
 		var m struct {
 			Method string
@@ -159,12 +160,12 @@ func TestHTTPBodyLimit(t *testing.T) {
 	url := front(t, newServer(), serve.HTTPOptions{MaxMessageBytes: max})
 	pad := func(era string, n int) string {
 		b := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"`
-		if era == serve.ProtocolMRTR {
+		if era == requeststate.ProtocolMRTR {
 			b = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + mrtrMeta + `,"pad":"`
 		}
 		return b + strings.Repeat("x", n-len(b)-len(`"}}`)) + `"}}`
 	}
-	for _, era := range []string{"", serve.ProtocolMRTR} {
+	for _, era := range []string{"", requeststate.ProtocolMRTR} {
 		for _, tt := range []struct {
 			size int
 			want int
@@ -205,7 +206,7 @@ func TestHTTPSessionCap(t *testing.T) {
 	if n := live(s); n != 3 {
 		t.Fatalf("%d live sessions, want 3", n)
 	}
-	resp = post(t, http.DefaultClient, url, serve.ProtocolMRTR, "", mrtrList)
+	resp = post(t, http.DefaultClient, url, requeststate.ProtocolMRTR, "", mrtrList)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("stateless ping at the cap: %s", resp.Status)
@@ -370,7 +371,7 @@ func TestHTTPConnectionTimeouts(t *testing.T) {
 	t.Run("idle keep-alive", func(t *testing.T) {
 		c := dial(t, url)
 		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Method: tools/list\r\nMcp-Protocol-Version: %s\r\nContent-Length: %d\r\n\r\n%s",
-			host, serve.ProtocolMRTR, len(mrtrList), mrtrList)
+			host, requeststate.ProtocolMRTR, len(mrtrList), mrtrList)
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("ping: %v %v", resp, err)
@@ -391,7 +392,7 @@ func TestHTTPMaxConns(t *testing.T) {
 	dial(t, url) // two silent connections hold both slots
 	time.Sleep(50 * time.Millisecond)
 	start := time.Now()
-	resp := post(t, &http.Client{Timeout: 5 * time.Second}, url, serve.ProtocolMRTR, "", mrtrList)
+	resp := post(t, &http.Client{Timeout: 5 * time.Second}, url, requeststate.ProtocolMRTR, "", mrtrList)
 	resp.Body.Close()
 	took := time.Since(start)
 	if resp.StatusCode != http.StatusOK || took < d/2 || took > d+2*time.Second {
@@ -414,7 +415,7 @@ func TestHTTPRequestTimeout(t *testing.T) {
 	url := front(t, s, serve.HTTPOptions{RequestTimeout: d})
 	t.Run("tool call", func(t *testing.T) {
 		start := time.Now()
-		resp := post(t, http.DefaultClient, url, serve.ProtocolMRTR, "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang","arguments":{},`+mrtrMeta+`}}`)
+		resp := post(t, http.DefaultClient, url, requeststate.ProtocolMRTR, "", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang","arguments":{},`+mrtrMeta+`}}`)
 		io.Copy(io.Discard, resp.Body) // go-sdk ends the stream without a reply
 		resp.Body.Close()
 		select {
@@ -459,7 +460,7 @@ func TestHTTPAuthRunsFirst(t *testing.T) {
 		})
 	}
 	url := front(t, s, serve.HTTPOptions{Auth: deny, MaxSessions: 1})
-	for _, era := range []string{"", serve.ProtocolMRTR} {
+	for _, era := range []string{"", requeststate.ProtocolMRTR} {
 		for range 3 {
 			resp := post(t, http.DefaultClient, url, era, "", initBody)
 			resp.Body.Close()
@@ -476,7 +477,7 @@ func TestHTTPAuthRunsFirst(t *testing.T) {
 // Both protocol eras, through a real go-sdk client, from one address.
 func TestHTTPBothEras(t *testing.T) {
 	url := front(t, newServer(), serve.HTTPOptions{})
-	for _, era := range []string{"2025-11-25", serve.ProtocolMRTR} {
+	for _, era := range []string{"2025-11-25", requeststate.ProtocolMRTR} {
 		c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
 		cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
 		if err != nil {
@@ -485,7 +486,7 @@ func TestHTTPBothEras(t *testing.T) {
 		if _, err := cs.ListTools(context.Background(), nil); err != nil {
 			t.Fatalf("%s: tools/list: %v", era, err)
 		}
-		if got := cs.InitializeResult(); era != serve.ProtocolMRTR && got.ProtocolVersion != era {
+		if got := cs.InitializeResult(); era != requeststate.ProtocolMRTR && got.ProtocolVersion != era {
 			t.Fatalf("negotiated %s, want %s", got.ProtocolVersion, era)
 		}
 		cs.Close()
@@ -505,7 +506,7 @@ func TestHTTPMessageLimitFitsLargestCall(t *testing.T) {
 		t.Fatalf("the largest call is %d bytes: the default limit %d leaves too little room", len(body), serve.DefaultMaxMessageBytes)
 	}
 	url := front(t, newServer(), serve.HTTPOptions{})
-	resp := post(t, http.DefaultClient, url, serve.ProtocolMRTR, "", body)
+	resp := post(t, http.DefaultClient, url, requeststate.ProtocolMRTR, "", body)
 	resp.Body.Close()
 	if resp.StatusCode == http.StatusRequestEntityTooLarge {
 		t.Fatal("the largest call got 413")

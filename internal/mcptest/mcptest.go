@@ -26,8 +26,8 @@ import (
 
 // Protocol eras.
 const (
-	EraMRTR   = "2026-07-28" // multi round-trip requests: the client retries
-	EraLegacy = "2025-11-25" // the server elicits in-process
+	EraMRTR   = requeststate.ProtocolMRTR // multi round-trip requests: the client retries
+	EraLegacy = "2025-11-25"              // the server elicits in-process
 )
 
 // Transports.

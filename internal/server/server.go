@@ -93,12 +93,9 @@ func (s *Server) Flow() *confirm.Flow { return s.flow }
 // Close releases the roots.
 func (s *Server) Close() error { return s.tool.Close() }
 
-// ProtocolMRTR is the first protocol version with multi round-trip requests.
-const ProtocolMRTR = serve.ProtocolMRTR
-
 // Handler serves streamable HTTP for both protocol eras from one address,
 // with package serve's default limits (see [serve.NewHTTP]) but for the
-// two tied to the TTL ([Server.HTTPOptions]). The binary runs
+// two tied to the TTL ([serve.HTTPOptions.ForTTL]). The binary runs
 // [serve.HTTP.Serve], with its flags.
 func (s *Server) Handler() http.Handler {
 	h, err := serve.NewHTTP(s.mcp, s.HTTPOptions())
@@ -108,12 +105,8 @@ func (s *Server) Handler() http.Handler {
 	return h
 }
 
-// HTTPOptions returns the HTTP front door's options this server needs: the
-// idle session timeout is the TTL, and requests may last a minute longer.
+// HTTPOptions returns the HTTP front door's options this server needs: its
+// logger, and the timeouts its TTL calls for ([serve.HTTPOptions.ForTTL]).
 func (s *Server) HTTPOptions() serve.HTTPOptions {
-	return serve.HTTPOptions{
-		SessionTimeout: s.ttl,
-		RequestTimeout: s.ttl + time.Minute,
-		Logger:         s.log,
-	}
+	return serve.HTTPOptions{Logger: s.log}.ForTTL(s.ttl)
 }
