@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
@@ -148,15 +149,10 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	p, err := proxy.New(startCtx, proxy.Options{
+		Setup:       confirm.Setup{Name: c.shared.name, Keys: shared.keys, TTL: c.ttl, Lease: c.lease, Store: shared.store, Logger: log},
 		Connect:     connect,
 		Policy:      policy,
-		Name:        c.shared.name,
-		Keys:        shared.keys,
-		TTL:         c.ttl,
-		Store:       shared.store,
-		Logger:      log,
 		MaxSessions: c.maxUpstream,
-		Lease:       c.lease,
 	})
 	cancel()
 	if err != nil {

@@ -61,7 +61,8 @@ func builtVersion(t *testing.T, bin string) string {
 }
 
 // The built binary's --version (after proxy and keygen too) is the version
-// the go command stamped in it, and is the serverInfo.version it announces.
+// the go command stamped in it, and is the serverInfo.version both front
+// ends announce.
 // Built in a git checkout with VCS stamping on (go build's default, which
 // GOFLAGS=-buildvcs=false turns off), that is a pseudo-version naming the
 // commit; otherwise "devel".
@@ -78,8 +79,16 @@ func TestBinaryVersion(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 0, %q", args, code, stdout, stderr, "mcp-confirm "+want+"\n")
 		}
 	}
-	cs, _ := mrtrClient(t, nil, "--root", t.TempDir())
-	if info := cs.InitializeResult().ServerInfo; info.Name != "mcp-confirm" || info.Version != want {
-		t.Errorf("serverInfo = %+v, want mcp-confirm %s", info, want)
+	for _, tt := range []struct {
+		name string
+		args []string
+	}{
+		{"mcp-confirm", []string{"--root", t.TempDir()}},
+		{"mcp-confirm-proxy", []string{"proxy", "--", bin, "--root", t.TempDir()}},
+	} {
+		cs, stderr := mrtrClient(t, nil, tt.args...)
+		if info := cs.InitializeResult().ServerInfo; info.Name != tt.name || info.Version != want {
+			t.Errorf("%q: serverInfo = %+v, want %s %s; stderr:\n%s", tt.args, info, tt.name, want, stderr.String())
+		}
 	}
 }

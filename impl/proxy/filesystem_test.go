@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
@@ -84,8 +85,10 @@ func newFilesystemProxy(t *testing.T, root string) *env {
 			return &mcp.CommandTransport{Command: cmd}, nil
 		},
 		Policy: pol,
-		Keys:   [][]byte{testKey},
-		Logger: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Setup: confirm.Setup{
+			Keys:   [][]byte{testKey},
+			Logger: slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		},
 	})
 	if err != nil {
 		t.Fatalf("proxy.New in front of server-filesystem: %v\n%s", err, e.log.String())

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
@@ -218,19 +219,21 @@ func newEnv(t testing.TB, o envOptions) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	p, err := proxy.New(ctx, proxy.Options{
+		Setup: confirm.Setup{
+			Name:   o.name,
+			Keys:   [][]byte{testKey},
+			Store:  o.store,
+			Logger: logger,
+			Lease:  o.lease,
+			Observe: func(ev ledger.Event) {
+				e.mu.Lock()
+				e.events = append(e.events, ev)
+				e.mu.Unlock()
+			},
+		},
 		Connect:     o.up.connect,
 		Policy:      pol,
-		Name:        o.name,
-		Keys:        [][]byte{testKey},
-		Store:       o.store,
-		Logger:      logger,
 		MaxSessions: o.maxSessions,
-		Lease:       o.lease,
-		Observe: func(ev ledger.Event) {
-			e.mu.Lock()
-			e.events = append(e.events, ev)
-			e.mu.Unlock()
-		},
 	})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)

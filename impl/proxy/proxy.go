@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -22,6 +21,13 @@ const DefaultName = "mcp-confirm-proxy"
 // Options configures a [Proxy]. Zero values are secure defaults, except
 // Connect, which is required.
 type Options struct {
+	// Setup holds the options every confirming front end shares (name,
+	// version, keys, TTL, lease, store, principal, logger, clock,
+	// observer); its Name defaults to [DefaultName]. The Lease bounds an
+	// approved call upstream, from its redemption to its outcome being
+	// recorded; the Logger also receives the audit record of every
+	// question.
+	confirm.Setup
 	// Connect returns a new transport to the upstream each time it is
 	// called: the proxy opens one connection at start-up and one more per
 	// downstream session of the older protocol era (see Connections in the
@@ -35,33 +41,6 @@ type Options struct {
 	// Policy decides which tools are asked, allowed or denied; nil asks for
 	// every tool.
 	Policy *Policy
-	// Name is the proxy's server name and the requestState audience.
-	// Replicas behind one load balancer must share it. Default DefaultName.
-	Name    string
-	Version string
-	// Keys are the requestState secrets (requeststate.Options.Keys); nil
-	// means an ephemeral key known to this process only.
-	Keys [][]byte
-	// TTL bounds how long a question may wait for its answer, in the sealed
-	// state and in the ledger. Default requeststate.DefaultTTL.
-	TTL time.Duration
-	// Store holds confirmations; nil means an in-memory store. Replicas
-	// must share a Redis or PostgreSQL store.
-	Store ledger.Store
-	// Lease bounds how long an approved call may take upstream, from the
-	// redemption to its outcome being recorded (ledger.Options.Lease): a
-	// slower call still returns its result, but its retries are told it
-	// may or may not have happened. Default ledger.DefaultLease.
-	Lease time.Duration
-	// Principal overrides who the caller is (requeststate.Options.Principal).
-	Principal func(ctx context.Context, req mcp.Request) (string, error)
-	// Logger receives refusal reasons and the audit record of every
-	// question; nil means slog.Default().
-	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-	// Observe traces ledger events (ledger.Options.Observe).
-	Observe func(ledger.Event)
 	// MaxSessions bounds the older-era downstream sessions that hold an
 	// upstream connection of their own at once (for a command upstream,
 	// a process each); an initialize beyond it is refused until one ends.
@@ -95,9 +74,6 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	if opts.Name == "" {
 		opts.Name = DefaultName
 	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -108,18 +84,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		opts.MaxSessions = DefaultMaxSessions
 	}
 	p := &Proxy{log: opts.Logger, policy: opts.Policy}
-	parts, err := confirm.Assemble(confirm.Setup{
-		Name:      opts.Name,
-		Version:   opts.Version,
-		Keys:      opts.Keys,
-		TTL:       opts.TTL,
-		Lease:     opts.Lease,
-		Store:     opts.Store,
-		Principal: opts.Principal,
-		Logger:    opts.Logger,
-		Now:       opts.Now,
-		Observe:   opts.Observe,
-	})
+	parts, err := confirm.Assemble(opts.Setup)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
@@ -127,7 +92,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	p.relay, err = relay.New(ctx, relay.Options{
 		Connect:          opts.Connect,
 		UpstreamProtocol: opts.UpstreamProtocol,
-		Implementation:   &mcp.Implementation{Name: opts.Name, Version: opts.Version},
+		Implementation:   parts.Implementation,
 		Logger:           opts.Logger,
 		MaxSessions:      opts.MaxSessions,
 		// The boundary wraps the relay, so every requestState that crosses

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
@@ -140,7 +141,7 @@ func TestProxyUpstreamOverHTTP(t *testing.T) {
 						return &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hs.Client()}, nil
 					},
 					Policy: pol,
-					Logger: slog.New(slog.DiscardHandler),
+					Setup:  confirm.Setup{Logger: slog.New(slog.DiscardHandler)},
 				})
 				if err != nil {
 					t.Fatal(err)

@@ -8,11 +8,9 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
 
-// protocolMRTR is the first protocol version with multi round-trip requests
-// and per-request client capabilities.
-const protocolMRTR = "2026-07-28"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+)
 
 // metaPrefix is the _meta namespace the protocol reserves for itself
 // (protocol version, client info and capabilities, log level, …).
@@ -172,7 +170,7 @@ func (c *conn) dead() bool {
 // modern reports whether the upstream speaks 2026-07-28 or later.
 func (c *conn) modern() bool {
 	r := c.cs.InitializeResult()
-	return r != nil && r.ProtocolVersion >= protocolMRTR
+	return r != nil && r.ProtocolVersion >= requeststate.ProtocolMRTR
 }
 
 // track records ctx as a downstream call in flight until the returned

@@ -9,6 +9,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 )
 
 // maxRounds bounds the input_required rounds the relay plays for an
@@ -91,7 +93,7 @@ func modernSession(ss *mcp.ServerSession) bool {
 		return true
 	}
 	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion >= protocolMRTR
+	return ip != nil && ip.ProtocolVersion >= requeststate.ProtocolMRTR
 }
 
 func inputOf(res mcp.Result) (mcp.InputRequestMap, string) {

@@ -35,8 +35,8 @@ const DefaultName = "mcp-confirm"
 // Options configures a [Server]. Zero values are secure defaults.
 type Options struct {
 	// Setup holds the options every confirming front end shares (name,
-	// keys, TTL, lease, store, principal, logger, clock, observer); its
-	// Name defaults to [DefaultName].
+	// version, keys, TTL, lease, store, principal, logger, clock,
+	// observer); its Name defaults to [DefaultName].
 	confirm.Setup
 	// Roots are the directories delete_file may delete inside. None means
 	// every call is refused.
