@@ -3,22 +3,22 @@
 //
 // [Module.Check] reads every Markdown file of the module (README.md,
 // BENCHMARKS.md, docs/*.md and the rest) and every comment of its Go
-// files, and reports:
+// files, package docs included, and reports:
 //
 //   - a test, benchmark, fuzz target or example (Test…, Benchmark…, Fuzz…,
 //     Example…) that no Go file of the module declares as a function (or,
 //     for helpers such as ledgertest's benchmark drivers, a type); a name
 //     followed by "*" or "<", or anchored by "^" without a "$" (a -run
 //     pattern), is a prefix, and some name must start with it;
+//   - a repository path that does not exist, in Markdown code (`spans` and
+//     fenced blocks) and anywhere in a Go comment: a word starting with
+//     "./", or with a directory at the module's root and a slash (impl/,
+//     internal/, cmd/, docs/, .ci/ …); "/..." and globs are understood,
+//     words holding "$", "<" or "{" (placeholders, shell expansions) are
+//     skipped, and a bare Markdown file name is looked for beside the
+//     document, then at the root;
 //   - in Markdown, a relative link whose file does not exist, or whose
-//     #fragment names no heading (GitHub's anchors) of the file linked to;
-//   - in Markdown code (`spans` and fenced blocks), a repository path that
-//     does not exist: a word starting with "./" or with the name of a
-//     directory at the module's root followed by "/" (impl/, internal/,
-//     cmd/, docs/, .ci/ …), or a file at the root (README.md); "/..." and
-//     globs are understood; words holding "$", "<" or "{" (placeholders,
-//     shell expansions) are skipped; a bare NAME.md is looked for beside
-//     the document, then at the root.
+//     #fragment names no heading (GitHub's anchors) of the file linked to.
 //
 // It does not check what a name is said to check (a reader and the tests
 // themselves do that), subtest names (they exist only at run time), paths
@@ -221,6 +221,9 @@ func (m *Module) CheckGoComments(rel string) ([]Problem, error) {
 			out = append(out, m.names(c.Text, func(off int) int {
 				return fset.Position(pos + token.Pos(off)).Line
 			}, rel)...)
+			for i, line := range strings.Split(c.Text, "\n") {
+				out = append(out, m.paths(line, rel, fset.Position(pos).Line+i)...)
+			}
 		}
 	}
 	return out, nil
@@ -429,8 +432,8 @@ func (m *Module) paths(code, file string, line int) []Problem {
 }
 
 // repoPath returns w as a path relative to the root if it is written as
-// one: "./x", or a directory at the root followed by "/"; a bare Markdown
-// file name (NOTES.md) is looked for beside the document from, then at
+// one: "./" and a path, or a directory at the root, a slash and a path; a
+// bare Markdown file name is looked for beside the document from, then at
 // the root.
 func (m *Module) repoPath(w, from string) (string, bool) {
 	if strings.HasPrefix(w, "./") {

@@ -38,9 +38,9 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 }
 
 // TestCatchesMissingNames is the negative control: a fixture module whose
-// documents name a missing test, benchmark and fuzz target, a missing
-// prefix, a broken link, a missing anchor and missing paths must yield
-// exactly those problems, and nothing for what it names correctly.
+// documents and comments name a missing test, benchmark and fuzz target, a
+// missing prefix, a broken link, a missing anchor and missing paths must
+// yield exactly those problems, and nothing for what it names correctly.
 func TestCatchesMissingNames(t *testing.T) {
 	m, err := doccheck.Load("testdata/module")
 	if err != nil {
@@ -70,6 +70,7 @@ func TestCatchesMissingNames(t *testing.T) {
 		"docs/guide.md:7: names FuzzGone, which the module does not declare",
 		"docs/guide.md:7: names the path ./docs/nothing, which does not exist in the module",
 		"pkg/pkg.go:1: names TestGoneFromComment, which the module does not declare",
+		"pkg/pkg.go:2: names the path docs/missing.md, which does not exist in the module",
 	}
 	slices.Sort(got)
 	slices.Sort(want)
