@@ -46,7 +46,9 @@
 // person still gets this call's own result if it does not, and later
 // retries are told the action is in doubt. The record keeps results up to
 // the ledger's MaxResult; a retry of a larger one gets its size and
-// SHA-256 only.
+// SHA-256 only. Nor can it tell a lying client from the person: the client
+// relays the answer, so a client that reports "accept" when the person
+// declined is, to the flow, the person accepting.
 package confirm
 
 import (
