@@ -205,7 +205,7 @@ func TestBinaryRefusesNoAuthOffLoopback(t *testing.T) {
 	}
 }
 
-// TestBinaryBehindIdentityProvider runs the binary as the README says to
+// TestBinaryBehindIdentityProvider runs the binary as docs/operating.md says to
 // put it behind an identity provider, against a real one
 // (oauth2-mock-server): alice's access token completes a confirmed delete;
 // a token issued for another resource is refused (401 invalid_token), one

@@ -13,7 +13,7 @@ const keygenUsage = `Usage:
   mcp-confirm keygen --version
 
 Each key line is ` + keyfile.Prefix + ` and the unpadded base64url of 32 random bytes and a
-4-byte check; --key-file accepts nothing else (see the README).
+4-byte check; --key-file accepts nothing else (see docs/operating.md, "Key files").
 `
 
 // runKeygen writes a new key file, or prints a key line.

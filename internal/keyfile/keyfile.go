@@ -39,7 +39,7 @@
 //
 // Keep the keys secret once read (they are in the process's memory), or
 // notice a file changed after it was read: rotate by restarting replicas
-// (the README's three phases).
+// (the three phases of docs/operating.md, "Rotating keys").
 package keyfile
 
 import (
@@ -286,7 +286,7 @@ func Create(path string) error {
 	}
 	content := fmt.Sprintf("# mcp-confirm requestState keys, created %s.\n"+
 		"# The first key seals, every key verifies. Keep this file owner-only, and\n"+
-		"# the same on every replica; rotate as the README says.\n%s\n",
+		"# the same on every replica; rotate as docs/operating.md says.\n%s\n",
 		time.Now().UTC().Format(time.DateOnly), Generate())
 	if _, err := io.WriteString(f, content); err != nil {
 		f.Close()
