@@ -26,8 +26,12 @@
 //     with a key of the issuer's JWKS under an allowed asymmetric
 //     algorithm; iss is the issuer; aud names this resource (RFC 8707,
 //     RFC 9068); exp is present and not past, nbf and iat not ahead,
-//     each within [JWTOptions.Leeway]; and the principal claim ("sub" by
-//     default) is a non-empty string.
+//     each within [JWTOptions.Leeway] (30 s by default); the principal
+//     claim ("sub" by default) is a non-empty string without control
+//     characters; and the required scopes (in "scope", or "scp") are all
+//     there. The JWKS is refetched every [JWTOptions.RefreshInterval] (15
+//     minutes by default), and at once for a token with an unknown kid, at
+//     most once per [JWTOptions.UnknownKeyInterval] (a minute).
 //   - [Tokens], read from a file of SHA-256 hashes of tokens, each with
 //     its principal, that only its owner can read or write ([ReadTokens]).
 //   - [Generate]: one random token made at start, written to a file only
