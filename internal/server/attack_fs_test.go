@@ -296,6 +296,10 @@ func (st *swapTree) victimInode(t *testing.T) uint64 {
 // approvals per case.
 func TestAttackDirectorySwapBeforeUnlink(t *testing.T) {
 	const redeems = 200
+	// stalled: calls in a row without a redeem after which the race is
+	// stuck, every call refused before asking (measured: at most 70 in a
+	// row, in 450 to 1,014 calls for 200 redeems per case).
+	const stalled = 1000
 	att := beneathtest.New(t)
 	t.Logf("attacker unprivileged (uid %d): %v", beneathtest.Nobody, att.Unprivileged())
 	depths := []struct {
@@ -319,11 +323,22 @@ func TestAttackDirectorySwapBeforeUnlink(t *testing.T) {
 				}
 				path := filepath.Join(st.root, st.rel)
 				stop := att.Swap(filepath.Join(st.shared, "d"), filepath.Join(st.shared, "s"))
-				deadline := time.Now().Add(40 * time.Second)
-				var deleted, refusedAsk, refusedAct, calls int
+				// The race runs until enough approvals were redeemed, however
+				// slow the machine: it fails if redeems stop (stalled), or at
+				// the test's own deadline, not at a fixed time (40 s ran out at
+				// load average 16 with 134 redeemed).
+				deadline, bounded := t.Deadline()
+				deadline = deadline.Add(-min(time.Until(deadline)/10, 30*time.Second))
+				var deleted, refusedAsk, refusedAct, calls, lastRedeemed, sinceRedeem, longest int
 				for i := 0; e.count(ledger.ActionRedeem, ledger.ResultOK) < redeems; i++ {
-					if time.Now().After(deadline) {
-						t.Fatalf("only %d approvals redeemed in 40 s", e.count(ledger.ActionRedeem, ledger.ResultOK))
+					if n := e.count(ledger.ActionRedeem, ledger.ResultOK); n > lastRedeemed {
+						lastRedeemed, sinceRedeem = n, 0
+					} else if sinceRedeem++; sinceRedeem > stalled {
+						t.Fatalf("no approval redeemed in %d calls (%d so far)", stalled, n)
+					}
+					longest = max(longest, sinceRedeem)
+					if bounded && time.Now().After(deadline) {
+						t.Fatalf("only %d approvals redeemed before the test's deadline", e.count(ledger.ActionRedeem, ledger.ResultOK))
 					}
 					s := sessions[i%len(sessions)]
 					st.approve(t)
@@ -351,8 +366,8 @@ func TestAttackDirectorySwapBeforeUnlink(t *testing.T) {
 				}
 				exchanges := stop()
 				redeemed := e.count(ledger.ActionRedeem, ledger.ResultOK)
-				t.Logf("%d calls, %d approvals redeemed: %d deleted the approved file, %d refused at execution, %d refused before asking; %d exchanges",
-					calls, redeemed, deleted, refusedAct, refusedAsk, exchanges)
+				t.Logf("%d calls, %d approvals redeemed: %d deleted the approved file, %d refused at execution, %d refused before asking (at most %d in a row); %d exchanges",
+					calls, redeemed, deleted, refusedAct, refusedAsk, longest, exchanges)
 				if refusedAsk == 0 || exchanges < int64(calls) {
 					t.Fatalf("the swap did not race the calls (%d refusals before asking, %d exchanges for %d calls)", refusedAsk, exchanges, calls)
 				}
