@@ -112,6 +112,8 @@ type ClientOptions struct {
 	Client *mcp.ClientOptions
 	// Header is added to every HTTP request (e.g. Authorization).
 	Header http.Header
+	// Name is the client's name in its clientInfo; default "test-client".
+	Name string
 }
 
 // Connect starts a real go-sdk client session to s: over an in-memory
@@ -128,7 +130,11 @@ func Connect(tb testing.TB, s *mcp.Server, h http.Handler, o ClientOptions) *mcp
 	if o.Manual {
 		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts)
+	name := o.Name
+	if name == "" {
+		name = "test-client"
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, copts)
 	ctx := context.Background()
 	var t mcp.Transport
 	switch o.Transport {
