@@ -41,6 +41,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == helperUpstream {
+		os.Exit(runHelperUpstream(os.Args[2:]))
+	}
 	code := m.Run()
 	if buildDir != "" {
 		os.RemoveAll(buildDir)

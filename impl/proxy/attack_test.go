@@ -480,3 +480,32 @@ func TestProxySlowCallOutlivesLease(t *testing.T) {
 	mcptest.WantToolRefusal(t, res, err, "may or may not have happened")
 	e.up.wantCalls(t, "write", 1)
 }
+
+// A call of a tool the upstream does not list is refused by the gate as
+// unknown before anything is asked or issued, on the policy's ask path and
+// on the path that reads the definition for a readOnlyHint; nothing
+// reaches the upstream, and the session serves the next call. (The binary
+// test TestProxyUnknownToolRefused runs the same over stdio and HTTP.)
+func TestProxyUnknownToolNothingIssued(t *testing.T) {
+	for _, policy := range []string{testPolicy, testPolicy + "allow_read_only_hint = true\n"} {
+		for _, era := range eras {
+			for _, transport := range []string{inMemory, httpT} {
+				t.Run(era+"/"+transport, func(t *testing.T) {
+					e := newEnv(t, envOptions{policy: policy})
+					answer := mcptest.Accept()
+					cs := e.connect(clientOptions{era: era, answer: answer, transport: transport})
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{"path": "/tmp/a"}})
+					mcptest.WantToolRefusal(t, res, err, "Unknown tool")
+					if n := e.issued(); n != 0 || len(answer.Questions()) != 0 {
+						t.Fatalf("issued %d, asked %q; want nothing", n, answer.Questions())
+					}
+					for _, tool := range []string{"write", "read", "delete", "no_such_tool"} {
+						e.up.wantCalls(t, tool, 0)
+					}
+					res, err = write(cs, "/tmp/a.txt", "x")
+					wantResult(t, res, err, "wrote /tmp/a.txt")
+				})
+			}
+		}
+	}
+}

@@ -36,6 +36,10 @@
 //     forwarding, the proxy reads the tool's current definition from the
 //     upstream and forwards only if its fingerprint equals both. It
 //     forwards exactly the canonical arguments the digest covers.
+//   - Unknown tools. A call of a tool the upstream does not list, read
+//     when asking, is refused as unknown before anything is asked, issued
+//     or forwarded. An allowed call is forwarded as it is: the upstream
+//     answers for a name it does not know.
 //   - At most once. The approval is redeemed before the call is forwarded,
 //     and a call is forwarded once, never retried. If the upstream's reply is
 //     lost after forwarding, the answer says the outcome is unknown. With a

@@ -18,7 +18,12 @@ const fingerprintPrefix = "tool.v1.sha256:"
 // definition always gives the same fingerprint, in any replica). The
 // description, title and icons are not covered: they are never shown in a
 // question. Fields the go-sdk does not decode are not covered either.
+//
+// A nil definition has no fingerprint: "", which matches nothing.
 func Fingerprint(t *mcp.Tool) string {
+	if t == nil {
+		return ""
+	}
 	type annotations struct {
 		DestructiveHint *bool  `json:"destructiveHint"`
 		IdempotentHint  bool   `json:"idempotentHint"`

@@ -75,6 +75,11 @@ func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallTo
 			return refusal("The upstream's tools could not be read, so the call was refused. Nothing was done."), nil
 		}
 	}
+	if def == nil {
+		// A name the upstream does not list has no definition to show or
+		// bind an approval to: refused before anything is asked or spent.
+		return refusal("Unknown tool %s: the upstream does not list it. Nothing was asked or done.", showValue(name, nameWidth)), nil
+	}
 	fp := Fingerprint(def)
 	res, err := p.flow.Run(ctx, req, p.step(up, req, def, fp))
 	if err == nil && res != nil && res.InputRequests != nil {

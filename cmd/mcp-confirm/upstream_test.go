@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
+)
+
+// helperUpstream, as the test binary's first argument, makes it an MCP
+// server over stdio for the binary under test to start as its upstream (see
+// TestMain): a real upstream process whose every request the tests can
+// see. Its arguments: the file it appends each request's method (and a
+// call's tool name) to, one line each.
+//
+// Its tools: echo (returns its text argument) and env (returns its own
+// environment, one NAME=VALUE a line).
+const helperUpstream = "mcp-confirm-test-upstream"
+
+// runHelperUpstream serves the helper upstream on stdio until stdin ends.
+func runHelperUpstream(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintf(os.Stderr, "%s: want LOGFILE\n", helperUpstream)
+		return 2
+	}
+	logFile := args[0]
+	s := mcp.NewServer(&mcp.Implementation{Name: "helper-upstream", Version: "1"}, nil)
+	var mu sync.Mutex
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			line := method
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+				line += " " + p.Name
+			}
+			mu.Lock()
+			f, err := os.OpenFile(logFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err == nil {
+				fmt.Fprintln(f, line)
+				f.Close()
+			}
+			mu.Unlock()
+			return next(ctx, method, req)
+		}
+	})
+	type echoArgs struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "env"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil, nil
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", helperUpstream, err)
+		return 1
+	}
+	return 0
+}
+
+// helper is one helper upstream's command line and the log of the requests
+// it received.
+type helper struct {
+	log string
+}
+
+func newHelper(t *testing.T) *helper {
+	t.Helper()
+	return &helper{log: filepath.Join(t.TempDir(), "requests")}
+}
+
+// argv is the command that starts the helper upstream.
+func (h *helper) argv(t *testing.T) []string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{self, helperUpstream, h.log}
+}
+
+// requests returns the requests the helper received, in order.
+func (h *helper) requests(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(h.log)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// calls returns the tools/call requests the helper received.
+func (h *helper) calls(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, r := range h.requests(t) {
+		if strings.HasPrefix(r, "tools/call") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// stdioProxy connects a go-sdk client of era, answering every question
+// with answer, to the built binary running as a proxy over stdio with args.
+func stdioProxy(t *testing.T, era string, answer *mcptest.Answerer, args ...string) (*mcp.ClientSession, *mcptest.SyncBuffer) {
+	t.Helper()
+	stderr := &mcptest.SyncBuffer{}
+	cmd := exec.Command(binary(t), args...)
+	cmd.Stderr = stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "proxy-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: answer.Handle})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatalf("connect to the proxy over stdio: %v; stderr:\n%s", err, stderr.String())
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, stderr
+}
+
+// TestProxyUnknownToolRefused: a tools/call of a tool the upstream does
+// not list (the default policy asks every tool) gets a tool error saying it
+// is unknown, from the proxy; nothing is asked and the upstream receives no
+// call; the proxy process lives on and serves the next call. Both eras,
+// over stdio and over streamable HTTP behind the generated token, whose
+// file is gone once the proxy stops. (The proxy used to dereference the
+// missing definition and die.)
+func TestProxyUnknownToolRefused(t *testing.T) {
+	unknownThenEcho := func(t *testing.T, cs *mcp.ClientSession, answer *mcptest.Answerer, h *helper) {
+		t.Helper()
+		ctx := context.Background()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{"x": 1}})
+		mcptest.WantToolRefusal(t, res, err, "Unknown tool")
+		if q := answer.Questions(); len(q) != 0 {
+			t.Fatalf("the person was asked about an unknown tool: %q", q)
+		}
+		if c := h.calls(t); len(c) != 0 {
+			t.Fatalf("the upstream received %q", c)
+		}
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "still here"}})
+		if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "echo: still here") {
+			t.Fatalf("the next call: err=%v res=%s", err, mcptest.Describe(res))
+		}
+		if c := h.calls(t); !slices.Equal(c, []string{"tools/call echo"}) {
+			t.Fatalf("the upstream received %q, want the one echo", c)
+		}
+		if q := answer.Questions(); len(q) != 1 {
+			t.Fatalf("want one question (echo's), got %q", q)
+		}
+	}
+
+	t.Run("stdio", func(t *testing.T) {
+		for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
+			t.Run(era, func(t *testing.T) {
+				h := newHelper(t)
+				answer := mcptest.Accept()
+				cs, stderr := stdioProxy(t, era, answer, append([]string{"proxy", "--"}, h.argv(t)...)...)
+				unknownThenEcho(t, cs, answer, h)
+				if err := cs.Ping(context.Background(), nil); err != nil {
+					t.Fatalf("the proxy no longer answers: %v; stderr:\n%s", err, stderr.String())
+				}
+				if strings.Contains(stderr.String(), "panic") {
+					t.Fatalf("the proxy panicked:\n%s", stderr.String())
+				}
+			})
+		}
+	})
+
+	t.Run("http", func(t *testing.T) {
+		runtimeDir := filepath.Join(t.TempDir(), "run")
+		if err := os.Mkdir(runtimeDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		h := newHelper(t)
+		p := startBinary(t, []string{"XDG_RUNTIME_DIR=" + runtimeDir}, append([]string{"proxy", "--http", "127.0.0.1:0", "--"}, h.argv(t)...)...)
+		m := tokenFileLine.FindStringSubmatch(p.stderr.String())
+		if m == nil {
+			t.Fatalf("no token file named on stderr:\n%s", p.stderr.String())
+		}
+		b, err := os.ReadFile(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		token := strings.TrimSpace(string(b))
+		for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
+			t.Run(era, func(t *testing.T) {
+				os.Remove(h.log)
+				answer := mcptest.Accept()
+				cs := httpClient(t, p.url, token, era, answer)
+				unknownThenEcho(t, cs, answer, h)
+				if err := p.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+					t.Fatalf("the proxy process is gone: %v; stderr:\n%s", err, p.stderr.String())
+				}
+			})
+		}
+		p.cmd.Process.Signal(syscall.SIGTERM)
+		p.cmd.Wait()
+		if code := p.cmd.ProcessState.ExitCode(); code != 0 || strings.Contains(p.stderr.String(), "panic") {
+			t.Fatalf("the proxy exited %d; stderr:\n%s", code, p.stderr.String())
+		}
+		if _, err := os.Stat(m[1]); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("token file left after the proxy stopped: %v", err)
+		}
+	})
+}
+
+// httpClient connects a go-sdk client of era that sends token and answers
+// every question with answer to the proxy at url.
+func httpClient(t *testing.T, url, token, era string, answer *mcptest.Answerer) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "proxy-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: answer.Handle})
+	hc := &http.Client{Transport: bearerTransport{token}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatalf("connect to the proxy over HTTP: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
