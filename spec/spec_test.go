@@ -3,6 +3,7 @@ package spec
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 )
 
 // rootModule is the module every configuration instantiates.
@@ -345,6 +347,18 @@ func TestCheckersRejectTampering(t *testing.T) {
 	}
 }
 
+// beforeDeadline returns a context that ends shortly before t's deadline
+// (a tenth of the time left, at most 30 s, to stop TLC and report what it
+// printed), or with t if it has none: TLC is stopped by the test, never
+// left running when go test's -timeout ends the test binary.
+func beforeDeadline(t *testing.T) (context.Context, context.CancelFunc) {
+	d, ok := t.Deadline()
+	if !ok {
+		return context.WithCancel(t.Context())
+	}
+	return context.WithDeadline(t.Context(), d.Add(-min(time.Until(d)/10, 30*time.Second)))
+}
+
 // TestTLC runs TLC on every configuration when $TLA2TOOLS_JAR names
 // tla2tools.jar, and checks the declared outcome; for the configurations
 // that must pass it also checks that the state counts recorded in tlc/ are
@@ -366,10 +380,15 @@ func TestTLC(t *testing.T) {
 	}
 	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
-			cmd := exec.CommandContext(t.Context(), "java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC",
+			ctx, cancel := beforeDeadline(t)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC",
 				"-workers", "auto", "-noGenerateSpecTE", "-metadir", t.TempDir(),
 				"-config", c.name+".cfg", rootModule)
 			out, err := cmd.CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("TLC did not finish before the test's deadline (go test -timeout):\n%s", out)
+			}
 			exit := 0
 			var ee *exec.ExitError
 			switch {
