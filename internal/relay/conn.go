@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -329,5 +330,14 @@ func (c *conn) unsubscribe(ctx context.Context, params *mcp.UnsubscribeParams) e
 	if n == 0 {
 		return nil
 	}
+	// A 2026-07-28 client unsubscribes by ending its subscriptions/listen
+	// stream, and go-sdk calls this with that stream's context, already
+	// cancelled: the unsubscribe must outlive it, bounded on its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
+	defer cancel()
 	return c.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: params.URI})
 }
+
+// unsubscribeTimeout bounds an unsubscribe sent upstream after the
+// downstream request that caused it has ended.
+const unsubscribeTimeout = 10 * time.Second

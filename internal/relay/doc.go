@@ -30,8 +30,11 @@
 //     on, on the stream of a call that client is waiting on; progress
 //     reaches only the caller, under its own token (the relay rewrites
 //     tokens so that clients' choices never collide upstream); a resource
-//     subscription shared on one connection is sent upstream once and
-//     outlives a subscriber that leaves. TestProxyRelaysUpstreamQuestion,
+//     subscription shared on one connection is sent upstream once,
+//     outlives a subscriber that leaves and ends upstream when the last
+//     one leaves (go-sdk tells of a 2026-07-28 client's leaving with a
+//     cancelled context; the unsubscribe is sent regardless).
+//     TestProxyRelaysUpstreamQuestion,
 //     TestRelayNotificationsAndSampling, TestRelaySubscriptionsShared.
 //   - Both eras. A 2026-07-28 client gets every tools/call, prompts/get and
 //     resources/read result marked with its resultType, which go-sdk writes
@@ -66,10 +69,6 @@
 //   - An older-era upstream's server-initiated request on the shared
 //     connection (one a 2026-07-28 client cannot receive) is refused, and
 //     the call that caused it fails.
-//   - A subscription of 2026-07-28 clients is not ended upstream when the
-//     last of them leaves: go-sdk hears of it as their subscriptions/listen
-//     stream ends, with that stream's context already cancelled, so the
-//     relay's unsubscribe never reaches the upstream.
 //   - A list change the upstream announces before New returns is not
 //     handled: the downstream server does not exist yet.
 //

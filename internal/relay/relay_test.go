@@ -283,9 +283,9 @@ func TestRelayGateHooks(t *testing.T) {
 }
 
 // 2026-07-28 clients share one upstream connection: a resource
-// subscription is sent upstream once, and one subscriber leaving does not
-// end it for the others. (The last one leaving does not end it upstream
-// either: see the package doc.)
+// subscription is sent upstream once, one subscriber leaving does not end
+// it for the others, and the last one leaving ends it upstream, once —
+// although go-sdk tells the relay of it with a cancelled context.
 func TestRelaySubscriptionsShared(t *testing.T) {
 	u := newUpstream(t, eraLegacy)
 	e := newEnv(t, u)
@@ -333,6 +333,18 @@ func TestRelaySubscriptionsShared(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("resources/updated no longer reaches the subscriber that stayed")
+	}
+	if err := second.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(`msg="resource unsubscribed"`, 2)
+	for deadline := time.Now().Add(5 * time.Second); u.unsubscribed.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the last subscriber left, and the unsubscribe never reached the upstream")
+		}
+	}
+	if n := u.unsubscribed.Load(); n != 1 {
+		t.Fatalf("the last subscriber leaving reached the upstream %d times, want once", n)
 	}
 }
 
