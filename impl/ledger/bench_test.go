@@ -33,10 +33,6 @@ func representative(i int) ledger.Confirmation {
 	}
 }
 
-func payload(c ledger.Confirmation) int {
-	return len(c.Tool) + len(c.ArgsDigest) + len(c.Principal) + len(c.Subject)
-}
-
 func TestRepresentativeSizes(t *testing.T) {
 	c := representative(123456)
 	got := [...]int{len(c.Tool), len(c.ArgsDigest), len(c.Principal), len(c.Subject)}
@@ -253,7 +249,7 @@ func BenchmarkMemoryPending(b *testing.B) {
 	ctx := context.Background()
 	expires := time.Now().Add(time.Hour)
 	var perPending, perSpent, perDone float64
-	result := []byte(`{"content":[{"type":"text","text":"Deleted «⁨/home/alice/projects/report-2026/drafts/final.pdf⁩»."}]}`)
+	result := []byte(`{"content":[{"type":"text","text":"Deleted «` + "\u2068" + `/home/alice/projects/report-2026/drafts/final.pdf` + "\u2069" + `»."}]}`)
 	for b.Loop() {
 		b.StopTimer()
 		ids := make([]ledger.ID, n)
