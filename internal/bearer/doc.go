@@ -22,7 +22,13 @@
 //
 //   - [JWT]: access tokens of an OAuth 2.1 / OpenID Connect authorization
 //     server, found by discovery (RFC 8414, then OpenID Connect Discovery)
-//     from its issuer URL. A token is accepted when its signature verifies
+//     from its issuer URL. A token is read in one spelling only: three
+//     parts of canonical base64url (no padding, no line break, unused
+//     trailing bits zero), a header and a payload that are UTF-8 JSON
+//     objects in which no object, at any depth, names a member twice; and
+//     its claims are read by their exact names, so an "EXP" or an "Aud" is
+//     another claim, never "exp" or "aud" (TestJWTClaimNamesExact,
+//     TestJWTNonCanonicalSignature). It is accepted when its signature verifies
 //     with a key of the issuer's JWKS under an allowed asymmetric
 //     algorithm; iss is the issuer; aud names this resource (RFC 8707,
 //     RFC 9068); exp is present and not past, nbf and iat not ahead,
@@ -63,8 +69,12 @@
 // makes each request with an unknown kid wait on its refetch rate limiter,
 // up to a minute by default, and runs the refetch under that same deadline,
 // so a flood of made-up kids holds every connection; lestrrat-go/jwx v3
-// does all of it, behind a far larger API and dependency tree. What
-// go-jose lacks, the JWKS cache, is keySet here: a set refreshed every
+// does all of it, behind a far larger API and dependency tree. go-jose
+// decodes base64url leniently (unused bits, line breaks) and leaves the
+// claims to encoding/json, whose struct fields match names in any case
+// and take the last of two: the exact form is checked here before go-jose
+// parses, and claims are read from a map by exact name. What go-jose
+// lacks, the JWKS cache, is keySet here: a set refreshed every
 // RefreshInterval, refetched at once for an unknown kid at most once per
 // [JWTOptions.UnknownKeyInterval] (a token with an unknown kid beyond that
 // is refused at once, without waiting), concurrent fetches shared.

@@ -1,10 +1,13 @@
 package bearer
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -204,6 +208,12 @@ func (j *JWT) Verify(ctx context.Context, token string, _ *http.Request) (*auth.
 	if len(token) > maxTokenBytes {
 		return nil, ErrMalformed
 	}
+	// Exact form first: canonical base64url, exact JSON. go-jose alone
+	// accepts both, and would let what reads the token and what was
+	// signed disagree.
+	if err := exactForm(token); err != nil {
+		return nil, ErrMalformed
+	}
 	// The allow-list is checked here, before any key is looked at.
 	tok, err := jwt.ParseSigned(token, j.algs)
 	if err != nil || len(tok.Headers) != 1 {
@@ -222,20 +232,25 @@ func (j *JWT) Verify(ctx context.Context, token string, _ *http.Request) (*auth.
 	if err := tok.Claims(key, &payload); err != nil {
 		return nil, ErrSignature
 	}
-	// The registered claims the checks read, apart: a claim of a type
-	// they do not expect elsewhere (a numeric sub) is not a decoding error.
-	var reg struct {
-		Issuer    string           `json:"iss"`
-		Audience  jwt.Audience     `json:"aud"`
-		Expiry    *jwt.NumericDate `json:"exp"`
-		NotBefore *jwt.NumericDate `json:"nbf"`
-		IssuedAt  *jwt.NumericDate `json:"iat"`
-	}
-	var extra map[string]any
-	if json.Unmarshal(payload, &reg) != nil || json.Unmarshal(payload, &extra) != nil {
+	// Claims by their exact names, from a map: encoding/json matches a
+	// struct's fields case-insensitively, so a past "exp" beside a future
+	// "EXP", or a wrong "aud" beside a right "Aud", would pass. (exactForm
+	// refused duplicate names, so no claim can hide behind a later one.)
+	// A claim of a type the checks do not expect elsewhere (a numeric sub)
+	// is not a decoding error.
+	var all map[string]json.RawMessage
+	if json.Unmarshal(payload, &all) != nil {
 		return nil, ErrMalformed
 	}
-	claims := jwt.Claims{Issuer: reg.Issuer, Audience: reg.Audience, Expiry: reg.Expiry, NotBefore: reg.NotBefore, IssuedAt: reg.IssuedAt}
+	var claims jwt.Claims
+	for name, dst := range map[string]any{
+		"iss": &claims.Issuer, "aud": &claims.Audience,
+		"exp": &claims.Expiry, "nbf": &claims.NotBefore, "iat": &claims.IssuedAt,
+	} {
+		if raw, ok := all[name]; ok && json.Unmarshal(raw, dst) != nil {
+			return nil, ErrMalformed
+		}
+	}
 	if claims.Expiry == nil {
 		return nil, ErrExpired
 	}
@@ -252,25 +267,112 @@ func (j *JWT) Verify(ctx context.Context, token string, _ *http.Request) (*auth.
 	if !oauthex.MatchesResource(claims.Audience, j.audience) {
 		return nil, ErrAudience
 	}
-	principal, _ := extra[j.claim].(string)
-	if checkPrincipal(principal) != nil {
+	var principal string
+	if raw, ok := all[j.claim]; !ok || json.Unmarshal(raw, &principal) != nil || checkPrincipal(principal) != nil {
 		return nil, ErrPrincipal
 	}
 	return &auth.TokenInfo{
 		UserID:     principal,
-		Scopes:     scopes(extra),
+		Scopes:     scopes(all),
 		Expiration: claims.Expiry.Time(),
 	}, nil
+}
+
+// exactForm checks that token is three parts of canonical base64url
+// (RFC 7515's unpadded alphabet, unused bits zero, no line breaks, which
+// Go's decoder would skip) and that its header and payload are UTF-8 JSON
+// objects in which no object, at any depth, names a member twice.
+func exactForm(token string) error {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return errors.New("not three parts")
+	}
+	for i, p := range parts {
+		b, err := base64.RawURLEncoding.Strict().DecodeString(p)
+		// Stops token malleability: two strings differing in a part's
+		// unused trailing bits, or in a line break, decode the same and
+		// would both verify.
+		if err != nil || base64.RawURLEncoding.EncodeToString(b) != p {
+			return fmt.Errorf("part %d: not canonical base64url", i)
+		}
+		if i < 2 {
+			if err := exactJSON(b); err != nil {
+				return fmt.Errorf("part %d: %w", i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// exactJSON checks that b is one UTF-8 JSON object in which no object
+// names a member twice, comparing names by their decoded text. RFC 7515
+// and RFC 7519 let a parser take the last of two names or refuse; taking
+// one when another part of a system takes the other is how a claim or a
+// header parameter hides.
+func exactJSON(b []byte) error {
+	if !utf8.Valid(b) || !json.Valid(b) {
+		return errors.New("not UTF-8 JSON")
+	}
+	type object struct {
+		names   map[string]bool
+		wantKey bool
+	}
+	var stack []*object // nil entries are arrays
+	done := func() {    // a value ended: its object's next token is a name
+		if n := len(stack); n > 0 && stack[n-1] != nil {
+			stack[n-1].wantKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	for first := true; ; first = false {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if first && tok != json.Delim('{') {
+			return errors.New("not a JSON object")
+		}
+		if n := len(stack); n > 0 && stack[n-1] != nil && stack[n-1].wantKey {
+			if tok == json.Delim('}') {
+				stack = stack[:n-1]
+				done()
+				continue
+			}
+			name := tok.(string) // json.Valid: a name is all that can stand here
+			if stack[n-1].names[name] {
+				return fmt.Errorf("member name %q twice", name)
+			}
+			stack[n-1].names[name], stack[n-1].wantKey = true, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &object{names: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, nil)
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			done()
+		default:
+			done()
+		}
+	}
 }
 
 // scopes reads the token's scopes: "scope", a space-separated string (RFC
 // 9068, RFC 8693), or "scp", a list or a string (as Microsoft Entra and
 // Okta issue them).
-func scopes(claims map[string]any) []string {
-	if s, ok := claims["scope"].(string); ok {
+func scopes(claims map[string]json.RawMessage) []string {
+	var scope, scp any
+	json.Unmarshal(claims["scope"], &scope) // absent or not JSON: nil
+	json.Unmarshal(claims["scp"], &scp)
+	if s, ok := scope.(string); ok {
 		return strings.Fields(s)
 	}
-	switch v := claims["scp"].(type) {
+	switch v := scp.(type) {
 	case string:
 		return strings.Fields(v)
 	case []any:
