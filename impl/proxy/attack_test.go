@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -506,6 +507,60 @@ func TestProxyUnknownToolNothingIssued(t *testing.T) {
 					wantResult(t, res, err, "wrote /tmp/a.txt")
 				})
 			}
+		}
+	}
+}
+
+// Arguments that give a key twice: which value would the upstream read?
+// The boundary refuses a first round with an invalid-params error that
+// names the key, escaped, before the policy runs: nothing is asked,
+// issued or forwarded, to a tool that needs a confirmation (write) or to
+// one the policy allows (read). Beside a genuine requestState the same
+// arguments get the frozen rejection; the approval then still works for
+// the call it was given for.
+func TestAttackDuplicateArgumentKeys(t *testing.T) {
+	ctx := context.Background()
+	quoted := func(q string) string { return "«\u2068" + q + "\u2069»" }
+	for _, era := range eras {
+		for _, transport := range []string{inMemory, httpT} {
+			t.Run(era+"/"+transport, func(t *testing.T) {
+				e := newEnv(t, envOptions{})
+				a := mcptest.Accept()
+				cs := e.connect(clientOptions{era: era, transport: transport, answer: a})
+				for _, tt := range []struct{ tool, arguments, want string }{
+					{"write", `{"path":"/tmp/a.txt","content":"x","content":"rm -rf ~"}`, "the key " + quoted("content") + " is given twice"},
+					{"write", `{"path":"/tmp/a.txt","content":"x","c\u006fntent":"rm -rf ~"}`, quoted("content")},
+					{"write", `{"path":"/tmp/a.txt","content":"x","k\n\u202e":1,"k\n\u202e":2}`, quoted(`k\n\u{202E}`)},
+					{"read", `{"path":"/tmp/a.txt","path":"/etc/shadow"}`, quoted("path")},
+				} {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tt.tool, Arguments: json.RawMessage(tt.arguments)})
+					mcptest.WantArgumentsRefusal(t, res, err, tt.want)
+				}
+				e.up.wantCalls(t, "write", 0)
+				e.up.wantCalls(t, "read", 0)
+				if n := e.issued(); n != 0 {
+					t.Fatalf("%d confirmations issued", n)
+				}
+				if q := a.Questions(); len(q) != 0 {
+					t.Fatalf("the person was asked %q", q)
+				}
+
+				// A genuine state, asked for by a 2026-07-28 client (the
+				// boundary verifies every requestState on the wire, in
+				// either era).
+				state, _ := askWrite(t, e.connect(clientOptions{transport: transport, manual: true, answer: mcptest.Accept()}), "/tmp/a.txt", "x")
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{
+					Name:           "write",
+					Arguments:      json.RawMessage(`{"path":"/tmp/a.txt","content":"x","content":"x"}`),
+					InputResponses: mcp.InputResponseMap{"confirm": mcptest.Yes()},
+					RequestState:   state,
+				})
+				mcptest.WantBoundaryRefusal(t, res, err)
+				e.up.wantCalls(t, "write", 0)
+				res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+				wantResult(t, res, err, "wrote /tmp/a.txt")
+				e.up.wantCalls(t, "write", 1)
+			})
 		}
 	}
 }

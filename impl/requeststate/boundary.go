@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 	"github.com/mcp-confirm/mcp-confirm/internal/statetoken"
 )
 
@@ -220,6 +222,14 @@ func (b *Boundary) Middleware() mcp.Middleware {
 				return next(ctx, method, req)
 			}
 			bind, wire, err := b.bind(ctx, method, req)
+			if err != nil && wire == "" && errors.Is(err, ErrArguments) {
+				// A first round carries no requestState, so no reason of
+				// a token's can leak: say what is wrong with the
+				// arguments, and nothing runs.
+				b.log.LogAttrs(ctx, slog.LevelInfo, "arguments refused",
+					slog.String("method", method), slog.String("reason", err.Error()))
+				return nil, argumentsError(err)
+			}
 			if err != nil {
 				return nil, b.reject(ctx, method, err)
 			}
@@ -290,6 +300,22 @@ func AfterCall(ctx context.Context, f func(err error)) bool {
 	return true
 }
 
+// ArgumentsMessage begins the message of the JSON-RPC error (code
+// -32602) that refuses a first round whose arguments [CanonicalArguments]
+// refuses; the reason follows, untrusted text in it escaped by package
+// prompt. A call that carries a requestState gets [Rejection] instead,
+// whatever is wrong with it.
+const ArgumentsMessage = "Invalid arguments: "
+
+// argumentsError says what is wrong with a first round's arguments.
+func argumentsError(err error) *jsonrpc.Error {
+	reason := strings.TrimPrefix(err.Error(), ErrArguments.Error()+": ")
+	if d, ok := errors.AsType[*DuplicateKeyError](err); ok {
+		reason = fmt.Sprintf("the key %s is given twice in one object; give each key once", prompt.Value(d.Key, prompt.Options{MaxWidth: 60}))
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: ArgumentsMessage + reason + ". Nothing was done."}
+}
+
 func (b *Boundary) reject(ctx context.Context, method string, reason error) error {
 	b.log.LogAttrs(ctx, slog.LevelWarn, "requestState rejected",
 		slog.String("method", method), slog.String("reason", reason.Error()))
@@ -318,7 +344,7 @@ func (b *Boundary) bind(ctx context.Context, method string, req mcp.Request) (Bi
 		}
 		bind.Target, wire = p.Name, p.RequestState
 		if args, err = json.Marshal(p.Arguments); err != nil {
-			return bind, "", fmt.Errorf("%w: %v", ErrArguments, err)
+			return bind, wire, fmt.Errorf("%w: %v", ErrArguments, err)
 		}
 	case *mcp.ReadResourceParams:
 		if p == nil || method != methodReadResource {
@@ -328,11 +354,13 @@ func (b *Boundary) bind(ctx context.Context, method string, req mcp.Request) (Bi
 	default:
 		return bind, "", fmt.Errorf("%w: params %T for %s", statetoken.ErrMalformed, p, method)
 	}
+	// wire is returned with every error from here on: the caller must
+	// know whether a requestState came with the call before it says why.
 	if bind.ArgsDigest, err = ArgumentsDigest(args); err != nil {
-		return bind, "", err
+		return bind, wire, err
 	}
 	if bind.Principal, err = b.principal(ctx, req); err != nil {
-		return bind, "", fmt.Errorf("%w: %v", errPrincipal, err)
+		return bind, wire, fmt.Errorf("%w: %v", errPrincipal, err)
 	}
 	return bind, wire, nil
 }

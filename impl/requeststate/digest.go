@@ -16,6 +16,22 @@ import (
 // [ArgumentsDigest]). Check it with errors.Is.
 var ErrArguments = errors.New("requeststate: unacceptable arguments")
 
+// A DuplicateKeyError reports an object key that arguments give twice
+// ([CanonicalArguments]). It wraps [ErrArguments].
+type DuplicateKeyError struct {
+	// Key is the key, decoded: escapes resolved, bytes that are not UTF-8
+	// kept as they are, and a lone UTF-16 surrogate escape as the three
+	// bytes UTF-8 would give it (no valid UTF-8 holds them). It is
+	// untrusted text: show it escaped (package prompt).
+	Key string
+}
+
+func (e *DuplicateKeyError) Error() string {
+	return fmt.Sprintf("%v: duplicate object key %q", ErrArguments, e.Key)
+}
+
+func (e *DuplicateKeyError) Unwrap() error { return ErrArguments }
+
 // MaxDepth is the deepest nesting of objects and arrays [ArgumentsDigest]
 // accepts.
 const MaxDepth = 128
@@ -176,7 +192,7 @@ func (p *parser) object(out []byte, depth int) ([]byte, error) {
 		// Duplicate keys: parsers disagree on which one wins (first, last,
 		// error), so the handler might act on a value the digest never saw.
 		if i > 0 && bytes.Equal(members[i-1].key, m.key) {
-			return nil, fmt.Errorf("%w: duplicate object key", ErrArguments)
+			return nil, &DuplicateKeyError{Key: decodeCanonical(m.key)}
 		}
 		if i > 0 {
 			out = append(out, ',')
@@ -391,4 +407,44 @@ func appendRune(out []byte, r rune) []byte {
 		return fmt.Appendf(out, `\u%04x`, r)
 	}
 	return utf8.AppendRune(out, r)
+}
+
+// decodeCanonical returns the text of a canonical JSON string (quotes
+// included), as [DuplicateKeyError.Key] describes it. Canonical strings
+// escape only '"', '\\', control characters and lone surrogates.
+func decodeCanonical(q []byte) string {
+	q = q[1 : len(q)-1]
+	out := make([]byte, 0, len(q))
+	for i := 0; i < len(q); i++ {
+		if q[i] != '\\' {
+			out = append(out, q[i])
+			continue
+		}
+		i++
+		switch q[i] {
+		case 'b':
+			out = append(out, '\b')
+		case 't':
+			out = append(out, '\t')
+		case 'n':
+			out = append(out, '\n')
+		case 'f':
+			out = append(out, '\f')
+		case 'r':
+			out = append(out, '\r')
+		case 'u':
+			u, _ := hex4(q[i+1:])
+			i += 4
+			if utf16.IsSurrogate(u) {
+				// The three bytes of a surrogate's UTF-8 form (WTF-8),
+				// which utf8.AppendRune would turn into U+FFFD.
+				out = append(out, 0xE0|byte(u>>12), 0x80|byte(u>>6)&0x3F, 0x80|byte(u)&0x3F)
+			} else {
+				out = utf8.AppendRune(out, u)
+			}
+		default: // '"' and '\\'
+			out = append(out, q[i])
+		}
+	}
+	return string(out)
 }

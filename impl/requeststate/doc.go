@@ -17,10 +17,16 @@
 // issue time and an expiry (TTL, re-sealed with fresh times every round).
 // Inbound, a requestState is opened and every claim is checked against the
 // request it arrived on before the handler runs; the handler then sees its own
-// plaintext and [BindingFrom] reports Verified. Any failure, whatever its
-// cause, answers with one frozen JSON-RPC error ([Rejection]: -32602 "Invalid
-// or expired requestState", data {"reason":"invalid_request_state"}); the
-// real reason goes to the server log at Warn level, never the token.
+// plaintext and [BindingFrom] reports Verified. Any failure of a call that
+// carries a requestState, whatever its cause, answers with one frozen
+// JSON-RPC error ([Rejection]: -32602 "Invalid or expired requestState",
+// data {"reason":"invalid_request_state"}); the real reason goes to the
+// server log at Warn level, never the token. A first round (no
+// requestState) whose arguments [CanonicalArguments] refuses is told what
+// is wrong instead, as -32602 "Invalid arguments: …" ([ArgumentsMessage]),
+// a duplicated key named and escaped by package prompt
+// (TestAttackDuplicateArgumentKeys): with no token, no reason of a token's
+// can leak.
 //
 // What it guarantees, for a Boundary whose keys are secret:
 //   - confidentiality: clients cannot read the handler's state;
@@ -29,7 +35,8 @@
 //     canonical arguments, audience and principal it was sealed for;
 //   - freshness: a token is refused after its TTL and when its issue time
 //     lies more than MaxSkew in the future;
-//   - one wire error: clients cannot tell one failure cause from another;
+//   - one wire error: clients cannot tell one failure cause of a call
+//     carrying a requestState from another;
 //   - no way around the checks: the package exports no function that seals
 //     or opens a token outside the middleware, so every token it mints is
 //     bound to the call it answered and every token it accepts has passed

@@ -120,7 +120,7 @@ func ExampleArgumentsDigest() {
 	// true
 	// false
 	// false
-	// requeststate: unacceptable arguments: duplicate object key
+	// requeststate: unacceptable arguments: duplicate object key "path"
 }
 
 // In the older protocol era go-sdk asks the client in-process, inside the

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -342,21 +343,61 @@ func TestMiddlewareRejects(t *testing.T) {
 	}
 }
 
+// TestMiddlewareRejectsBadArguments: duplicate keys (which value would the
+// handler act on?) are refused before the handler runs. A first round,
+// which carries no requestState, is told what is wrong, the key escaped;
+// a call that carries one gets the frozen rejection, whatever is wrong.
 func TestMiddlewareRejectsBadArguments(t *testing.T) {
 	f := newFixture(t, requeststate.Options{})
 	cs := f.connect(t, "")
-	// Duplicate keys: which value would the handler act on? Refused on the
-	// first round already, before the handler runs.
-	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_file", Arguments: args(`{"path":"a.txt","path":"/etc/passwd"}`)})
-	wantRejection(t, err)
-	if f.rec.count() != 0 {
-		t.Fatal("handler ran")
+	ctx := context.Background()
+	quoted := func(q string) string { return "«\u2068" + q + "\u2069»" }
+	tests := []struct {
+		name, arguments string
+		want            string // in the message, after ArgumentsMessage
+	}{
+		{"duplicate key", `{"path":"a.txt","path":"/etc/passwd"}`, "the key " + quoted("path") + " is given twice"},
+		{"duplicate key, once escaped", `{"path":"a.txt","p\u0061th":"/etc/passwd"}`, quoted("path")},
+		{"duplicate nested key", `{"opts":{"mode":1,"mode":2}}`, quoted("mode")},
+		{"duplicate key with a line break and an override", `{"a\nb` + "\u202e" + `":1,"a\nb` + "\u202e" + `":2}`, quoted(`a\nb\u{202E}`)},
+		{"duplicate key, not UTF-8", "{\"a\xff\":1,\"a\xff\":2}", quoted(`a\xFF`)},
+		{"duplicate key, a lone surrogate", `{"a\ud800":1,"a\ud800":2}`, quoted(`a\xED\xA0\x80`)},
+		{"nesting too deep", strings.Repeat(`{"a":`, requeststate.MaxDepth+1) + "1" + strings.Repeat("}", requeststate.MaxDepth+1), "nesting deeper than 128"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: args(tt.arguments)})
+			var werr *jsonrpc.Error
+			if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInvalidParams || !strings.HasPrefix(werr.Message, requeststate.ArgumentsMessage) {
+				t.Fatalf("first round = %v, want a -32602 error beginning %q", err, requeststate.ArgumentsMessage)
+			}
+			if !strings.Contains(werr.Message, tt.want) {
+				t.Errorf("message %q lacks %q", werr.Message, tt.want)
+			}
+			if strings.ContainsAny(werr.Message, "\n\u202e\ufffd") || !utf8.ValidString(werr.Message) {
+				t.Errorf("message %q holds a raw line break, override or invalid byte", werr.Message)
+			}
+			if f.rec.count() != 0 {
+				t.Fatal("handler ran")
+			}
+		})
 	}
 	if !strings.Contains(f.logs.String(), "duplicate") {
 		t.Errorf("log lacks the reason: %s", f.logs.String())
 	}
-	// Control: the same call without the duplicate reaches the handler.
-	firstRound(t, cs, `{"path":"a.txt"}`)
+	// With a requestState, the frozen rejection: a genuine token for the
+	// call, sent back with a duplicate key, tells nothing of why.
+	tok := firstRound(t, cs, `{"path":"a.txt"}`)
+	before := f.rec.count()
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: args(`{"path":"a.txt","path":"a.txt"}`), InputResponses: accept, RequestState: tok})
+	wantRejection(t, err)
+	if f.rec.count() != before {
+		t.Fatal("handler ran on the retry with a duplicate key")
+	}
+	// Control: the same retry without the duplicate reaches the handler.
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: args(`{"path":"a.txt"}`), InputResponses: accept, RequestState: tok}); err != nil || f.rec.count() != before+1 {
+		t.Fatalf("control retry: %v", err)
+	}
 }
 
 func TestMiddlewarePrincipal(t *testing.T) {

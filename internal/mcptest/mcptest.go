@@ -238,3 +238,21 @@ func WantToolRefusal(tb testing.TB, res *mcp.CallToolResult, err error, want str
 		tb.Fatalf("tool error %q does not mention %q", Text(res), want)
 	}
 }
+
+// WantArgumentsRefusal asserts that the requestState boundary refused a
+// first round for its arguments: a JSON-RPC invalid-params error, not the
+// frozen rejection, whose message begins with
+// [requeststate.ArgumentsMessage] and mentions want.
+func WantArgumentsRefusal(tb testing.TB, res *mcp.CallToolResult, err error, want string) {
+	tb.Helper()
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		tb.Fatalf("want the boundary's invalid-params error, got err=%v res=%s", err, Describe(res))
+	}
+	if werr.Code != jsonrpc.CodeInvalidParams || !strings.HasPrefix(werr.Message, requeststate.ArgumentsMessage) {
+		tb.Fatalf("JSON-RPC error = %d %q, want %d %q…", werr.Code, werr.Message, jsonrpc.CodeInvalidParams, requeststate.ArgumentsMessage)
+	}
+	if !strings.Contains(werr.Message, want) {
+		tb.Fatalf("JSON-RPC error %q does not mention %q", werr.Message, want)
+	}
+}

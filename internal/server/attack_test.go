@@ -8,6 +8,8 @@ package server_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // Layer: boundary. The approval for one file, replayed with another path.
@@ -405,4 +408,51 @@ func (h *heldStore) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome
 	case <-time.After(10 * time.Second):
 	}
 	return h.Store.Complete(ctx, id, o)
+}
+
+// Layer: boundary. Arguments that give a key twice: which one would the
+// tool act on? A first round (no requestState) is refused with an
+// invalid-params error that names the key, escaped; nothing is asked or
+// issued. The same arguments beside a genuine requestState get the frozen
+// rejection, which never says why; the approval then still works for the
+// call it was given for.
+func TestAttackDuplicateArgumentKeys(t *testing.T) {
+	ctx := context.Background()
+	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
+		e := newEnv(t, envOptions{})
+		f, other := e.file("a.txt", "a"), e.file("b.txt", "b")
+		a := accept()
+		cs := e.connect(clientOptions{era: era, transport: transport, answer: a})
+		quoted := func(q string) string { return "«\u2068" + q + "\u2069»" }
+		for _, tt := range []struct{ arguments, want string }{
+			{fmt.Sprintf(`{"path":%q,"path":%q}`, other, f), "the key " + quoted("path") + " is given twice"},
+			{fmt.Sprintf(`{"path":%q,"p\u0061th":%q}`, other, f), quoted("path")},
+			{fmt.Sprintf(`{"path":%q,"x\n\u202e":1,"x\n\u202e":2}`, f), quoted(`x\n\u{202E}`)},
+		} {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: json.RawMessage(tt.arguments)})
+			mcptest.WantArgumentsRefusal(t, res, err, tt.want)
+		}
+		if n := e.issued(); n != 0 {
+			t.Fatalf("%d confirmations issued", n)
+		}
+		if q := a.Questions(); len(q) != 0 {
+			t.Fatalf("the person was asked %q", q)
+		}
+		wantExists(t, f, other)
+
+		// A genuine state (asked for by a 2026-07-28 client in either era's
+		// test: the boundary verifies every requestState on the wire).
+		state := ask(t, e.connect(clientOptions{transport: transport, manual: true, answer: accept()}), f)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{
+			Name:           "delete_file",
+			Arguments:      json.RawMessage(fmt.Sprintf(`{"path":%q,"path":%q}`, f, f)),
+			InputResponses: mcp.InputResponseMap{"confirm": yes()},
+			RequestState:   state,
+		})
+		wantBoundaryRefusal(t, res, err)
+		wantExists(t, f, other)
+		res, err = retry(cs, f, state, yes())
+		wantDeleted(t, res, err, f)
+		wantExists(t, other)
+	})
 }
