@@ -58,7 +58,13 @@ func (r *Relay) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { r.announce("prompts") },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { r.announce("resources") },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			r.server.ResourceUpdated(ctx, req.Params)
+			s := r.downstream()
+			if s == nil {
+				// Before the server exists no client can have subscribed.
+				r.log.Debug("relay: resource update before start-up dropped", "uri", req.Params.URI)
+				return
+			}
+			s.ResourceUpdated(ctx, req.Params)
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			r.relayProgress(req.Params)

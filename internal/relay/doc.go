@@ -55,6 +55,10 @@
 //   - Private by default. A list or read result the upstream did not scope
 //     for caching is scoped "private": a shared cache must not serve one
 //     user's answer to another. TestProxyFilesystemServer.
+//   - Early notifications. A list change the upstream announces while New
+//     is still connecting is announced downstream once the server exists;
+//     a resource update from then is dropped (no client can have
+//     subscribed). TestProxyListChangedDuringStart.
 //   - The seam: Options.Receiving runs before the relay, Options.Listed
 //     decides tools/list, and Options.CallTool sees every tools/call round;
 //     a round it does not forward never reaches the upstream.
@@ -69,8 +73,6 @@
 //   - An older-era upstream's server-initiated request on the shared
 //     connection (one a 2026-07-28 client cannot receive) is refused, and
 //     the call that caused it fails.
-//   - A list change the upstream announces before New returns is not
-//     handled: the downstream server does not exist yet.
 //
 // # Connections
 //

@@ -71,8 +71,9 @@ type Relay struct {
 	server   *mcp.Server
 	upstream *mcp.InitializeResult // what the upstream said when New connected
 
-	redial   sync.Mutex // one reconnection at a time
-	mu       sync.Mutex // guards shared, sessions, attached, closing and progress
+	redial   sync.Mutex      // one reconnection at a time
+	mu       sync.Mutex      // guards server (until New returns), early, shared, sessions, attached, closing and progress
+	early    map[string]bool // list changes announced before the server existed
 	shared   *conn
 	sessions map[*mcp.ServerSession]*conn
 	attached int  // sessions holding (or dialling) a connection of their own
@@ -105,10 +106,30 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.shared = shared
 	r.upstream = shared.cs.InitializeResult()
-	r.server = r.newServer()
+	s := r.newServer()
+	// The upstream may announce a list change as soon as it is connected,
+	// before the downstream server exists: such changes wait in early and
+	// are announced once, now.
+	r.mu.Lock()
+	r.shared, r.server = shared, s
+	early := r.early
+	r.early = nil
+	r.mu.Unlock()
+	for _, kind := range []string{"tools", "prompts", "resources"} {
+		if early[kind] {
+			r.announce(kind)
+		}
+	}
 	return r, nil
+}
+
+// downstream returns the downstream server, or nil while New has not
+// assembled it yet.
+func (r *Relay) downstream() *mcp.Server {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.server
 }
 
 // Server returns the downstream go-sdk server, to run over any transport.
@@ -188,17 +209,30 @@ func (r *Relay) newServer() *mcp.Server {
 // announce makes go-sdk tell the downstream clients that a list changed.
 // Only a list the upstream declared changing is announced: a placeholder
 // of another kind would make go-sdk infer a capability the upstream lacks.
+// A change announced before New has assembled the server is kept and
+// announced then.
 func (r *Relay) announce(kind string) {
+	r.mu.Lock()
+	s := r.server
+	if s == nil {
+		if r.early == nil {
+			r.early = map[string]bool{}
+		}
+		r.early[kind] = true
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
 	caps := r.upstream.Capabilities
 	if caps == nil {
 		return
 	}
 	switch {
 	case kind == "tools" && caps.Tools != nil && caps.Tools.ListChanged:
-		r.server.AddTool(&mcp.Tool{Name: placeholderName, InputSchema: map[string]any{"type": "object"}}, nil)
+		s.AddTool(&mcp.Tool{Name: placeholderName, InputSchema: map[string]any{"type": "object"}}, nil)
 	case kind == "prompts" && caps.Prompts != nil && caps.Prompts.ListChanged:
-		r.server.AddPrompt(&mcp.Prompt{Name: placeholderName}, nil)
+		s.AddPrompt(&mcp.Prompt{Name: placeholderName}, nil)
 	case kind == "resources" && caps.Resources != nil && caps.Resources.ListChanged:
-		r.server.AddResource(&mcp.Resource{URI: placeholderURI, Name: placeholderName}, nil)
+		s.AddResource(&mcp.Resource{URI: placeholderURI, Name: placeholderName}, nil)
 	}
 }
