@@ -41,9 +41,10 @@ func SpentTwice(t *testing.T, f Factory) {
 
 // ReplayOntoOtherArguments checks that the approval for one call, replayed
 // onto another — another subject's arguments, the same arguments and one
-// more, the same arguments to another tool — is refused by the boundary,
-// before the ledger: nothing acts, nothing is spent, and the approval
-// still acts for the call it was given for.
+// more, the same arguments to another tool (one the front end lists, if it
+// lists another: a tool it would run unasked) — is refused by the
+// boundary, before the ledger: nothing acts, nothing is spent, and the
+// approval still acts for the call it was given for.
 func ReplayOntoOtherArguments(t *testing.T, f Factory) {
 	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
 		d := newDeployment(t, f)
@@ -60,12 +61,13 @@ func ReplayOntoOtherArguments(t *testing.T, f Factory) {
 		}
 		extra.Arguments = maps.Clone(args)
 		extra.Arguments.(map[string]any)["confirmtest"] = "one more"
-		tool.Name += "_other"
+		tool.Name = otherTool(t, cs, tool.Name)
 		for _, r := range []struct {
 			name string
 			p    *mcp.CallToolParams
 		}{{"another subject", fe.Call("b")}, {"one more argument", extra}, {"another tool", tool}} {
 			t.Run(r.name, func(t *testing.T) {
+				t.Logf("replayed onto %s(%v)", r.p.Name, r.p.Arguments)
 				res, err := retry(cs, r.p, state, mcptest.Yes())
 				mcptest.WantBoundaryRefusal(t, res, err)
 			})
@@ -81,6 +83,22 @@ func ReplayOntoOtherArguments(t *testing.T, f Factory) {
 		wantActed(t, fe, "a", 1, res, err)
 		wantEffects(t, fe, "b", 0)
 	})
+}
+
+// otherTool returns a tool cs lists other than name, or, when it lists
+// none, a name no tool has.
+func otherTool(t *testing.T, cs *mcp.ClientSession, name string) string {
+	t.Helper()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	for _, tool := range tools.Tools {
+		if tool.Name != name {
+			return tool.Name
+		}
+	}
+	return name + "_other"
 }
 
 // ConcurrentRedeem checks that 32 clients racing one approval, half of
@@ -365,14 +383,15 @@ func (d *deployment) firstIssued(t *testing.T) ledger.ID {
 // refused by the boundary, before the ledger — both before Alice's own
 // answer acts and after, when her retry is answered from the record and
 // his is still refused. Over HTTP the principal is the user of the bearer
-// token (go-sdk's auth in serve's Auth slot, the front end's default
-// principal source); in memory, where no one authenticates, the suite's
-// principal source names the client. Bob's and Alice's retries go through
+// token (go-sdk's auth in serve's Auth slot; the front end's default
+// principal source, confirm.Setup's Principal unset); in memory, where no
+// one authenticates, the Principal the suite sets names the client. Bob's and Alice's retries go through
 // sessions of the era under test.
 func PrincipalMismatch(t *testing.T, f Factory) {
 	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
 		d := newDeployment(t, f)
 		d.principals = map[string]string{"alice-token": "alice", "bob-token": "bob"}
+		d.byName = transport == mcptest.InMemory
 		fe := d.frontEnd(nil, 0)
 		ready(fe, "a")
 		alice := d.connect(fe, session{transport: transport, manual: true, answer: mcptest.Accept(), user: "alice"})

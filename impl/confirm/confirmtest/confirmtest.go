@@ -166,8 +166,10 @@ type deployment struct {
 	mu     sync.Mutex
 	events []ledger.Event
 	// principals, if set, authenticate HTTP clients by bearer token
-	// (token → user) and name in-memory clients by their client name.
+	// (token → user); with byName, the front ends name the caller by its
+	// client's name instead, as no one authenticates in memory.
 	principals map[string]string
+	byName     bool
 }
 
 func newDeployment(t *testing.T, f Factory) *deployment {
@@ -208,19 +210,17 @@ func (d *deployment) setup(store ledger.Store, lease time.Duration) confirm.Setu
 	if d.clock != nil {
 		s.Now = d.clock.Now
 	}
-	if d.principals != nil {
-		s.Principal = d.principal
+	if d.byName {
+		s.Principal = clientName
 	}
 	return s
 }
 
-// principal is the principal source of PrincipalMismatch: the user the
-// bearer token names over HTTP (through serve's Auth slot, as go-sdk's
-// auth puts it), the client's name in memory, where no one authenticates.
-func (d *deployment) principal(_ context.Context, req mcp.Request) (string, error) {
-	if x := req.GetExtra(); x != nil && x.TokenInfo != nil {
-		return x.TokenInfo.UserID, nil
-	}
+// clientName is the principal source of PrincipalMismatch in memory,
+// where no one authenticates: the client's name. Over HTTP the front end
+// keeps its default, the user go-sdk's auth (in serve's Auth slot) found
+// in the bearer token.
+func clientName(_ context.Context, req mcp.Request) (string, error) {
 	if r, ok := req.(interface{ ClientInfo() *mcp.Implementation }); ok && r.ClientInfo() != nil {
 		return "client " + r.ClientInfo().Name, nil
 	}
