@@ -20,11 +20,18 @@
 //   - in Markdown, a relative link whose file does not exist, or whose
 //     #fragment names no heading (GitHub's anchors) of the file linked to.
 //
+// A test named with a subtest (`TestFrontEndSuite/SpentTwice`, as go
+// test -run takes it) is checked one level down too: the subtest's name
+// must be a string literal of some Go file of the module (spaces written
+// as go test writes them, "_"), as a table's case names are; a document
+// cannot cite a subtest whose name is built at run time.
+//
 // It does not check what a name is said to check (a reader and the tests
-// themselves do that), subtest names (they exist only at run time), paths
-// written relative to another directory than the root, links to other
-// sites, or anything under testdata/, node_modules/ or a directory whose
-// name starts with a dot other than .ci.
+// themselves do that), that the literal names a subtest of that very
+// test, subtests below the first level, paths written relative to another
+// directory than the root, links to other sites, or anything under
+// testdata/, node_modules/ or a directory whose name starts with a dot
+// other than .ci.
 package doccheck
 
 import (
@@ -41,6 +48,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -59,6 +67,7 @@ func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.File, p.Lin
 type Module struct {
 	root  string
 	funcs []string            // sorted Test…/Benchmark…/Fuzz…/Example… functions and types
+	lits  map[string]bool     // string literals of the Go files, spaces made "_": subtests' names
 	top   map[string]bool     // entries at the root: directories (with "/") and files
 	docs  []string            // Markdown files, relative
 	gos   []string            // Go files, relative
@@ -76,7 +85,7 @@ func Load(root string) (*Module, error) {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		return nil, fmt.Errorf("doccheck: %s is not a module's root: %w", root, err)
 	}
-	m := &Module{root: root, top: map[string]bool{}, heads: map[string][]string{}}
+	m := &Module{root: root, top: map[string]bool{}, heads: map[string][]string{}, lits: map[string]bool{}}
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		return nil, err
@@ -115,6 +124,14 @@ func Load(root string) (*Module, error) {
 			if err != nil {
 				return fmt.Errorf("doccheck: %w", err)
 			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if l, ok := n.(*ast.BasicLit); ok && l.Kind == token.STRING {
+					if v, err := strconv.Unquote(l.Value); err == nil {
+						m.lits[strings.ReplaceAll(v, " ", "_")] = true
+					}
+				}
+				return true
+			})
 			for _, decl := range f.Decls {
 				switch d := decl.(type) {
 				case *ast.FuncDecl:
@@ -201,10 +218,17 @@ func (m *Module) names(text string, line func(off int) int, file string) []Probl
 				what = "names " + name + "… as a prefix, but no test of the module starts with it"
 			}
 			out = append(out, Problem{file, line(start), what})
+			continue
+		}
+		if sub := subtestRE.FindStringSubmatch(text[end:]); sub != nil && !m.lits[sub[1]] {
+			out = append(out, Problem{file, line(start), "names the subtest " + name + "/" + sub[1] + ", but no Go file of the module has " + strconv.Quote(sub[1]) + " as a string"})
 		}
 	}
 	return out
 }
+
+// subtestRE matches the name of a subtest right after its test's name.
+var subtestRE = regexp.MustCompile(`^/([A-Za-z0-9_][A-Za-z0-9_.-]*)`)
 
 // CheckGoComments checks the comments of one Go file (relative to the
 // root) for test names.

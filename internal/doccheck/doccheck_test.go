@@ -39,8 +39,9 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 
 // TestCatchesMissingNames is the negative control: a fixture module whose
 // documents and comments name a missing test, benchmark and fuzz target, a
-// missing prefix, a broken link, a missing anchor and missing paths must
-// yield exactly those problems, and nothing for what it names correctly.
+// missing prefix, a missing subtest, a broken link, a missing anchor and
+// missing paths must yield exactly those problems, and nothing for what it
+// names correctly.
 func TestCatchesMissingNames(t *testing.T) {
 	m, err := doccheck.Load("testdata/module")
 	if err != nil {
@@ -58,15 +59,16 @@ func TestCatchesMissingNames(t *testing.T) {
 		got = append(got, p.String())
 	}
 	want := []string{
-		"README.md:15: names TestGone, which the module does not declare",
-		"README.md:16: names BenchmarkGone, which the module does not declare",
-		"README.md:16: names TestNothing… as a prefix, but no test of the module starts with it",
-		"README.md:17: links to docs/nowhere.md, but docs/nowhere.md does not exist",
-		"README.md:17: links to docs/guide.md#no-such-heading, but docs/guide.md has no heading with that anchor",
-		"README.md:18: names the path pkg/gone.go, which does not exist in the module",
-		"README.md:18: names the path ./cmd/x, which does not exist in the module",
-		"README.md:18: names the path NOTES.md, which does not exist in the module",
-		"README.md:18: links to #problem, but README.md has no heading with that anchor",
+		"README.md:16: names TestGone, which the module does not declare",
+		"README.md:17: names BenchmarkGone, which the module does not declare",
+		"README.md:17: names TestNothing… as a prefix, but no test of the module starts with it",
+		"README.md:18: links to docs/nowhere.md, but docs/nowhere.md does not exist",
+		"README.md:18: links to docs/guide.md#no-such-heading, but docs/guide.md has no heading with that anchor",
+		"README.md:19: names the path pkg/gone.go, which does not exist in the module",
+		"README.md:19: names the path ./cmd/x, which does not exist in the module",
+		"README.md:19: names the path NOTES.md, which does not exist in the module",
+		"README.md:19: links to #problem, but README.md has no heading with that anchor",
+		"README.md:20: names the subtest TestPresent/Gone, but no Go file of the module has \"Gone\" as a string",
 		"docs/guide.md:7: names FuzzGone, which the module does not declare",
 		"docs/guide.md:7: names the path ./docs/nothing, which does not exist in the module",
 		"pkg/pkg.go:1: names TestGoneFromComment, which the module does not declare",

@@ -2,7 +2,12 @@ package pkg
 
 import "testing"
 
-func TestPresent(t *testing.T)      {}
+func TestPresent(t *testing.T) {
+	for _, name := range []string{"first case", "Second"} {
+		t.Run(name, func(t *testing.T) {})
+	}
+}
+
 func TestAttackOne(t *testing.T)    {}
 func BenchmarkPresent(b *testing.B) {}
 func FuzzPresent(f *testing.F)      {}
