@@ -3,69 +3,20 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
-	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/internal/statetoken"
 )
 
-// The approval of write(/tmp/a.txt, "x") replayed onto other arguments, or
-// onto another tool, is refused by the boundary (the sealed state binds the
-// exact argument digest and tool); nothing reaches the upstream. The
-// approval itself stays usable for the call it was given for.
-func TestProxyReplayOntoOtherArguments(t *testing.T) {
-	for _, transport := range []string{inMemory, httpT} {
-		t.Run(transport, func(t *testing.T) {
-			e := newEnv(t, envOptions{})
-			cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: transport})
-			state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
-
-			res, err := retryWrite(cs, "/tmp/b.txt", "x", state, mcptest.Yes())
-			mcptest.WantBoundaryRefusal(t, res, err)
-			res, err = retryWrite(cs, "/tmp/a.txt", "x ", state, mcptest.Yes())
-			mcptest.WantBoundaryRefusal(t, res, err)
-			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"path": "/tmp/a.txt", "content": "x"},
-				InputResponses: mcp.InputResponseMap{"confirm": mcptest.Yes()}, RequestState: state})
-			mcptest.WantBoundaryRefusal(t, res, err)
-			e.up.wantCalls(t, "write", 0)
-			e.up.wantCalls(t, "read", 0)
-
-			res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
-			wantResult(t, res, err, "wrote /tmp/a.txt")
-			e.up.wantCalls(t, "write", 1)
-		})
-	}
-}
-
-// The same approval used twice: the second use is answered with the
-// first one's result, marked as the earlier execution's, and the upstream
-// runs the call once.
-func TestProxySpentTwice(t *testing.T) {
-	for _, transport := range []string{inMemory, httpT} {
-		t.Run(transport, func(t *testing.T) {
-			e := newEnv(t, envOptions{})
-			cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: transport})
-			state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
-			res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
-			wantResult(t, res, err, "wrote /tmp/a.txt")
-			res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
-			wantResult(t, res, err, "earlier execution")
-			wantResult(t, res, err, "wrote /tmp/a.txt")
-			e.up.wantCalls(t, "write", 1)
-		})
-	}
-}
+// The attacks every confirming front end meets alike — an approval spent
+// twice, replayed onto other arguments or another tool, raced by 32
+// clients, shared by replicas, another user's — are the front-end suite's
+// (TestFrontEndSuite, package confirmtest); these are the proxy's own.
 
 // The upstream redefines the tool (here: its annotations) between the
 // question and the answer. The proxy re-reads the definition before
@@ -244,107 +195,6 @@ func TestProxyDeniedToolHidden(t *testing.T) {
 	})
 }
 
-// 32 clients retry the same approval at once: the ledger lets exactly one
-// through and the upstream counts exactly one call.
-func TestProxyConcurrentRedeem(t *testing.T) {
-	for _, transport := range []string{inMemory, httpT} {
-		t.Run(transport, func(t *testing.T) {
-			e := newEnv(t, envOptions{})
-			state, _ := askWrite(t, e.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: transport}), "/tmp/a.txt", "x")
-			const racers = 32
-			sessions := make([]*mcp.ClientSession, racers)
-			for i := range sessions {
-				sessions[i] = e.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: transport})
-			}
-			raceOnce(t, e.up, sessions, state)
-		})
-	}
-}
-
-// raceOnce has every session retry the same approval at once and asserts
-// exactly one call reached the upstream, and every other retry was
-// answered, forwarding nothing, with its result marked as the earlier
-// execution's, or "in progress" while it ran.
-func raceOnce(t *testing.T, up *upstream, sessions []*mcp.ClientSession, state string) {
-	t.Helper()
-	before := up.count("write")
-	var (
-		mu            sync.Mutex
-		wrote, refuse int
-		wg            sync.WaitGroup
-	)
-	start := make(chan struct{})
-	for _, cs := range sessions {
-		wg.Go(func() {
-			<-start
-			res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil && !res.IsError && !res.NeedsInput() && strings.Contains(mcptest.Text(res), "earlier execution"):
-				refuse++
-			case err == nil && !res.IsError && !res.NeedsInput():
-				wrote++
-			case err == nil && res.IsError && strings.Contains(mcptest.Text(res), "being acted on right now"):
-				refuse++
-			default:
-				t.Errorf("unexpected outcome: err=%v res=%s", err, mcptest.Describe(res))
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	if wrote != 1 || refuse != len(sessions)-1 {
-		t.Fatalf("%d forwarded, %d answered from the record; want 1 and %d", wrote, refuse, len(sessions)-1)
-	}
-	up.wantCalls(t, "write", before+1)
-}
-
-// Two proxy replicas with one shared store (Redis, PostgreSQL) and the same
-// keys: a question asked by A is answered through B and forwarded once; a
-// replay through A is answered from the record; racers through both
-// replicas forward once.
-func TestProxyReplicasShareStore(t *testing.T) {
-	stores := map[string]string{"redis": os.Getenv("MCP_CONFIRM_REDIS_URL"), "postgres": os.Getenv("MCP_CONFIRM_POSTGRES_URL")}
-	for kind, url := range stores {
-		t.Run(kind, func(t *testing.T) {
-			if url == "" {
-				t.Skipf("set MCP_CONFIRM_%s_URL to run against a real %s", strings.ToUpper(kind), kind)
-			}
-			name := uniqueName(t)
-			up := newUpstream(t, eraMRTR)
-			replica := func() *env {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				store, closeStore, err := storeurl.Open(ctx, url, name, storeurl.Options{})
-				if err != nil {
-					t.Fatalf("storeurl.Open: %v", err)
-				}
-				t.Cleanup(closeStore)
-				return newEnv(t, envOptions{up: up, store: store, name: name})
-			}
-			a, b := replica(), replica()
-			state, _ := askWrite(t, a.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: httpT}), "/tmp/a.txt", "x")
-			res, err := retryWrite(b.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: httpT}), "/tmp/a.txt", "x", state, mcptest.Yes())
-			wantResult(t, res, err, "wrote /tmp/a.txt")
-			res, err = retryWrite(a.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: httpT}), "/tmp/a.txt", "x", state, mcptest.Yes())
-			wantResult(t, res, err, "earlier execution")
-			up.wantCalls(t, "write", 1)
-
-			state, _ = askWrite(t, b.connect(clientOptions{manual: true, answer: mcptest.Accept()}), "/tmp/a.txt", "x")
-			var sessions []*mcp.ClientSession
-			for i := range 16 {
-				r := a
-				if i%2 == 1 {
-					r = b
-				}
-				sessions = append(sessions, r.connect(clientOptions{manual: true, answer: mcptest.Accept(), transport: httpT}))
-			}
-			raceOnce(t, up, sessions, state)
-		})
-	}
-}
-
 // The upstream's reply to an approved call is lost (its connection breaks
 // as the reply arrives): the proxy cannot know whether the call ran, says
 // so, and never sends it again; the approval is spent.
@@ -411,60 +261,6 @@ func TestProxySealedFingerprintChecked(t *testing.T) {
 	res, err = retryWrite(cs, "/tmp/a.txt", "x", same, mcptest.Yes())
 	wantResult(t, res, err, "wrote /tmp/a.txt")
 	e.up.wantCalls(t, "write", 1)
-}
-
-// Behind authentication (the front door's Auth slot, go-sdk's bearer
-// middleware), the approval is the asking user's: Bob replaying Alice's
-// sealed state is refused by the boundary and nothing is sent upstream.
-func TestProxyPrincipalMismatch(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	users := map[string]string{"alice-token": "alice", "bob-token": "bob"}
-	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		u, ok := users[token]
-		if !ok {
-			return nil, auth.ErrInvalidToken
-		}
-		return &auth.TokenInfo{UserID: u, Expiration: time.Now().Add(time.Hour)}, nil
-	}
-	h, err := serve.NewHTTP(e.proxy.MCP(), serve.HTTPOptions{Auth: auth.RequireBearerToken(verify, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(h)
-	t.Cleanup(hs.Close)
-	session := func(token string) *mcp.ClientSession {
-		hc := &http.Client{Transport: bearer{token, http.DefaultTransport}}
-		client := mcp.NewClient(&mcp.Implementation{Name: token, Version: "1"}, &mcp.ClientOptions{
-			ElicitationHandler: mcptest.Accept().Handle,
-			MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
-		})
-		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: hc}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
-	}
-	alice, bob := session("alice-token"), session("bob-token")
-	state, _ := askWrite(t, alice, "/tmp/a.txt", "x")
-	res, err := retryWrite(bob, "/tmp/a.txt", "x", state, mcptest.Yes())
-	mcptest.WantBoundaryRefusal(t, res, err)
-	e.up.wantCalls(t, "write", 0)
-	res, err = retryWrite(alice, "/tmp/a.txt", "x", state, mcptest.Yes())
-	wantResult(t, res, err, "wrote /tmp/a.txt")
-	e.up.wantCalls(t, "write", 1)
-}
-
-// bearer adds an Authorization header to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
 }
 
 // An approved call that takes longer upstream than the lease still returns

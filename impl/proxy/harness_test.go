@@ -2,8 +2,6 @@ package proxy_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -331,14 +329,6 @@ func wantResult(t *testing.T, res *mcp.CallToolResult, err error, want string) {
 	if !strings.Contains(mcptest.Text(res), want) {
 		t.Fatalf("result %q does not mention %q", mcptest.Text(res), want)
 	}
-}
-
-// uniqueName is a fresh audience, so concurrent tests never share a
-// namespace in a shared store.
-func uniqueName(t testing.TB) string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return "mcp-confirm-proxy-test-" + hex.EncodeToString(b)
 }
 
 // visible is s without the bidi isolates that prompt puts around values and

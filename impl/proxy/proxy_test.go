@@ -50,21 +50,6 @@ func TestProxyConfirmedCall(t *testing.T) {
 	}
 }
 
-// A declined question forwards nothing, in both eras.
-func TestProxyDeclined(t *testing.T) {
-	for _, down := range eras {
-		t.Run(down, func(t *testing.T) {
-			e := newEnv(t, envOptions{})
-			cs := e.connect(clientOptions{era: down, answer: mcptest.Decline()})
-			res, err := write(cs, "/tmp/a.txt", "hello")
-			if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "Not confirmed") {
-				t.Fatalf("want \"Not confirmed\", got err=%v res=%s", err, mcptest.Describe(res))
-			}
-			e.up.wantCalls(t, "write", 0)
-		})
-	}
-}
-
 // An allowed tool passes through unchanged: no question, one call.
 func TestProxyAllowedPassThrough(t *testing.T) {
 	for _, down := range eras {

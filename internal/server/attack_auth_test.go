@@ -201,38 +201,3 @@ func TestAttackPrincipalMismatch(t *testing.T) {
 	res, err = retry(alice, f, state, yes())
 	wantDeleted(t, res, err, f)
 }
-
-// Layer: boundary (principal). TestAttackPrincipalMismatch in process,
-// behind package bearer's middleware, where the ledger's events show the
-// replay never reached it — before Alice's deletion and after it, when
-// her retry is answered from the record and Bob's still refused.
-func TestAttackPrincipalMismatchInProcess(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	f := e.file("a.txt", "a")
-	hs := bearerServer(t, e, map[string]string{"alice-token": "alice", "bob-token": "bob"})
-	alice, bob := bearerSession(t, hs.URL, "alice-token"), bearerSession(t, hs.URL, "bob-token")
-	state := ask(t, alice, f)
-
-	res, err := retry(bob, f, state, yes())
-	wantBoundaryRefusal(t, res, err)
-	wantExists(t, f)
-	if n := e.count(ledger.ActionRedeem, ledger.ResultOK); n != 0 {
-		t.Fatalf("%d redeemed after Bob's replay: the boundary must refuse before the ledger", n)
-	}
-
-	res, err = retry(alice, f, state, yes())
-	wantDeleted(t, res, err, f)
-	first := text(res)
-
-	// Once it is done, Bob's replay is still the boundary's to refuse: the
-	// recorded result is Alice's answer, never his.
-	e.file("a.txt", "a")
-	res, err = retry(bob, f, state, yes())
-	wantBoundaryRefusal(t, res, err)
-	res, err = retry(alice, f, state, yes())
-	wantReplayed(t, res, err, first)
-	wantExists(t, f)
-	if n := e.count(ledger.ActionRedeem, ledger.ResultDone); n != 1 {
-		t.Fatalf("the ledger answered %d retries from the record, want 1 (Alice's; Bob's never reaches it)", n)
-	}
-}

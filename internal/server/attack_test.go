@@ -3,7 +3,10 @@ package server_test
 // The attack table: each test names an attack, drives it through a real
 // go-sdk client and server with the boundary in the chain, asserts which
 // layer refused (the boundary's JSON-RPC error, or the tool's IsError
-// result) and that nothing was deleted.
+// result) and that nothing was deleted. The attacks every confirming front
+// end meets alike — an approval spent twice, replayed onto another file,
+// raced by 32 clients, expired, another user's — are the front-end suite's
+// (TestFrontEndSuite, package confirmtest); these are the server's own.
 
 import (
 	"context"
@@ -13,32 +16,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
-
-// Layer: boundary. The approval for one file, replayed with another path.
-func TestAttackReplayOntoAnotherFile(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	cache, thesis := e.file("cache.txt", "cache"), e.file("thesis.txt", "years of work")
-	cs := e.connect(clientOptions{manual: true, answer: accept()})
-	state := ask(t, cs, cache)
-
-	res, err := retry(cs, thesis, state, yes())
-	wantBoundaryRefusal(t, res, err)
-	wantExists(t, cache, thesis)
-
-	// The refused replay spent nothing: the real answer still works.
-	res, err = retry(cs, cache, state, yes())
-	wantDeleted(t, res, err, cache)
-	wantExists(t, thesis)
-}
 
 // Layer: boundary. Made-up and tampered requestState.
 func TestAttackForgedState(t *testing.T) {
@@ -91,24 +74,6 @@ func TestAttackStateFromAnotherKey(t *testing.T) {
 
 	res, err := retry(e.connect(clientOptions{manual: true, answer: accept()}), f, state, yes())
 	wantBoundaryRefusal(t, res, err)
-	wantExists(t, f)
-}
-
-// Layer: ledger. The same approval used twice, even after the file was
-// recreated at the same path: the second use deletes nothing, and is
-// answered with the first one's result, marked as the earlier execution's.
-func TestAttackSpentTwice(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	f := e.file("a.txt", "a")
-	cs := e.connect(clientOptions{manual: true, answer: accept()})
-	state := ask(t, cs, f)
-	res, err := retry(cs, f, state, yes())
-	wantDeleted(t, res, err, f)
-	first := text(res)
-
-	e.file("a.txt", "a") // same path, same content, new file
-	res, err = retry(cs, f, state, yes())
-	wantReplayed(t, res, err, first)
 	wantExists(t, f)
 }
 
@@ -319,20 +284,6 @@ func TestAttackNoRootsRefusesAll(t *testing.T) {
 	}
 }
 
-// Layer: boundary. An answer after the TTL.
-func TestAttackExpiredState(t *testing.T) {
-	c := newClock()
-	e := newEnv(t, envOptions{clock: c})
-	f := e.file("a.txt", "a")
-	cs := e.connect(clientOptions{manual: true, answer: accept()})
-	state := ask(t, cs, f)
-
-	c.Advance(10*time.Minute + time.Second)
-	res, err := retry(cs, f, state, yes())
-	wantBoundaryRefusal(t, res, err)
-	wantExists(t, f)
-}
-
 // Layer: boundary. A state sealed by another service sharing the keys.
 func TestAttackAudienceMismatch(t *testing.T) {
 	other := newEnv(t, envOptions{name: "some-other-server"})
@@ -343,71 +294,6 @@ func TestAttackAudienceMismatch(t *testing.T) {
 	res, err := retry(e.connect(clientOptions{manual: true, answer: accept()}), f, state, yes())
 	wantBoundaryRefusal(t, res, err)
 	wantExists(t, f)
-}
-
-// Layer: ledger. 32 clients race the same approval, half of them on
-// older-era sessions: exactly one deletes; every other runs nothing and is
-// answered with that deletion's result, marked as the earlier execution's,
-// or "in progress" while it runs. In "while acting", the ledger records
-// the deletion's outcome only once every racer has redeemed: all the
-// others are answered "in progress".
-func TestAttackConcurrentRedeem(t *testing.T) {
-	const racers = 32
-	for _, transport := range []string{inMemory, httpT} {
-		for _, held := range []bool{false, true} {
-			name := transport + "/done first"
-			var store ledger.Store
-			if held {
-				name = transport + "/while acting"
-				store = &heldStore{Store: ledger.NewMemory(ledger.MemoryOptions{}), until: racers, spent: make(chan struct{})}
-			}
-			t.Run(name, func(t *testing.T) {
-				e := newEnv(t, envOptions{store: store})
-				f := e.file("a.txt", "a")
-				state := ask(t, e.connect(clientOptions{transport: transport, manual: true, answer: accept()}), f)
-
-				// Half the racers replay the state on older-era sessions,
-				// as a client holding it could.
-				sessions := make([]*mcp.ClientSession, racers)
-				for i := range sessions {
-					era := []string{eraMRTR, eraLegacy}[i%2]
-					sessions[i] = e.connect(clientOptions{era: era, transport: transport, manual: true, answer: accept()})
-				}
-				answers := raceOnce(t, []*env{e}, sessions, f, state)
-				if held && answers[inProgress] != racers-1 {
-					t.Fatalf("while acting, %d of %d retries were answered in progress", answers[inProgress], racers-1)
-				}
-			})
-		}
-	}
-}
-
-// heldStore holds every Complete until the store has answered until
-// Redeems: an action that outlasts a race of retries.
-type heldStore struct {
-	ledger.Store
-	until int
-	mu    sync.Mutex
-	n     int
-	spent chan struct{} // closed at the until-th Redeem
-}
-
-func (h *heldStore) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
-	r, err := h.Store.Spend(ctx, id, to, lease)
-	h.mu.Lock()
-	if h.n++; h.n == h.until {
-		close(h.spent)
-	}
-	h.mu.Unlock()
-	return r, err
-}
-
-func (h *heldStore) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) error {
-	select {
-	case <-h.spent:
-	case <-time.After(10 * time.Second):
-	}
-	return h.Store.Complete(ctx, id, o)
 }
 
 // Layer: boundary. Arguments that give a key twice: which one would the

@@ -48,35 +48,6 @@ func TestDeleteConfirmed(t *testing.T) {
 	})
 }
 
-// A declined or cancelled dialog deletes nothing, and spends the
-// confirmation: the same state cannot be accepted later.
-func TestDeclined(t *testing.T) {
-	for _, era := range []string{eraMRTR, eraLegacy} {
-		for _, ans := range []*answerer{decline(), {Action: "cancel"}, {Action: "accept", Confirm: false}} {
-			t.Run(era+"/"+ans.Action, func(t *testing.T) {
-				e := newEnv(t, envOptions{})
-				f := e.file("a.txt", "a")
-				res, err := call(e.connect(clientOptions{era: era, answer: ans}), f)
-				if err != nil || res.IsError || !strings.Contains(text(res), "Not confirmed") {
-					t.Fatalf("decline: err=%v res=%s", err, describe(res))
-				}
-				wantExists(t, f)
-			})
-		}
-	}
-	e := newEnv(t, envOptions{})
-	f := e.file("a.txt", "a")
-	cs := e.connect(clientOptions{manual: true, answer: accept()})
-	state := ask(t, cs, f)
-	res, err := retry(cs, f, state, &mcp.ElicitResult{Action: "decline"})
-	if err != nil || res.IsError {
-		t.Fatalf("decline: err=%v res=%s", err, describe(res))
-	}
-	res, err = retry(cs, f, state, yes())
-	wantToolRefusal(t, res, err, "declined earlier")
-	wantExists(t, f)
-}
-
 // A client whose dialog fails deletes nothing. On the older era go-sdk's
 // shim asks in-process inside the call and ends it with an error, so the
 // flow cancels the confirmation it issued: failing dialogs do not hold
@@ -103,21 +74,6 @@ func TestFailingDialog(t *testing.T) {
 		}
 		if redeemed := e.count(ledger.ActionRedeem, ledger.ResultOK); redeemed != 0 {
 			t.Fatalf("%d confirmations redeemed", redeemed)
-		}
-	})
-}
-
-// A client that declared no elicitation capability gets a clear tool error
-// at once (no hang, no code-0 protocol error), and nothing is issued.
-func TestClientWithoutElicitation(t *testing.T) {
-	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
-		e := newEnv(t, envOptions{})
-		f := e.file("a.txt", "a")
-		res, err := call(e.connect(clientOptions{era: era, transport: transport}), f)
-		wantToolRefusal(t, res, err, "cannot show a confirmation dialog")
-		wantExists(t, f)
-		if e.issued() != 0 {
-			t.Fatal("a confirmation was issued")
 		}
 	})
 }

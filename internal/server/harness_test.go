@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,17 +28,6 @@ const (
 )
 
 var testKey = []byte("0123456789abcdef0123456789abcdef-test-key")
-
-// clock is a settable clock shared by a test's servers.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // The real-client test support this package shares with the proxy's tests.
 type (
@@ -63,7 +51,6 @@ type envOptions struct {
 	walk      bool // resolve paths by the openat walk instead of openat2
 	keys      [][]byte
 	name      string
-	clock     *clock
 	lease     time.Duration
 	store     ledger.Store
 	principal func(context.Context, mcp.Request) (string, error)
@@ -80,10 +67,6 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if o.keys == nil {
 		o.keys = [][]byte{testKey}
 	}
-	var now func() time.Time
-	if o.clock != nil {
-		now = o.clock.Now
-	}
 	srv, err := server.New(server.Options{
 		Setup: confirm.Setup{
 			Name:      o.name,
@@ -91,7 +74,6 @@ func newEnv(t *testing.T, o envOptions) *env {
 			Store:     o.store,
 			Lease:     o.lease,
 			Principal: o.principal,
-			Now:       now,
 			Logger:    slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			Observe: func(ev ledger.Event) {
 				e.mu.Lock()
@@ -262,69 +244,6 @@ func wantExists(t *testing.T, paths ...string) {
 	}
 }
 
-// Marks of the answers to a retry of an approval already redeemed.
-const (
-	earlier    = "result of that earlier execution" // a recorded result, given back
-	inProgress = "being acted on right now"
-	inDoubt    = "may or may not have happened"
-)
-
-// raceOnce has every session retry the same approval of path at once, and
-// asserts that exactly one ran the deletion, and that every other was
-// answered, running nothing, with that deletion's result marked as the
-// earlier execution's, or with "in progress" while it ran; and that the
-// ledger redeemed the approval once and recorded one outcome. It returns
-// how many retries got each answer but the execution's.
-func raceOnce(t *testing.T, ledgers []*env, sessions []*mcp.ClientSession, path, state string) map[string]int {
-	t.Helper()
-	counts := func() (redeemed, completed int) {
-		for _, e := range ledgers {
-			redeemed += e.count(ledger.ActionRedeem, ledger.ResultOK)
-			completed += e.count(ledger.ActionComplete, ledger.ResultOK)
-		}
-		return redeemed, completed
-	}
-	redeemed0, completed0 := counts()
-	var mu sync.Mutex
-	var ran []string // texts of the answers that ran the deletion
-	answers := map[string]int{}
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for _, cs := range sessions {
-		wg.Go(func() {
-			<-start
-			res, err := retry(cs, path, state, yes())
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil && !res.IsError && strings.HasPrefix(text(res), "Deleted "):
-				ran = append(ran, text(res))
-			case err == nil && !res.IsError && strings.Contains(text(res), earlier):
-				answers[text(res)]++
-			case err == nil && res.IsError && strings.Contains(text(res), inProgress):
-				answers[inProgress]++
-			default:
-				t.Errorf("unexpected outcome: err=%v res=%s", err, describe(res))
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	if len(ran) != 1 {
-		t.Fatalf("the deletion ran %d times (%q), want once; other answers %v", len(ran), ran, answers)
-	}
-	for a, n := range answers {
-		if a != inProgress && !strings.HasSuffix(a, ran[0]) {
-			t.Fatalf("%d retries were answered %q; the one execution returned %q", n, a, ran[0])
-		}
-	}
-	t.Logf("one deletion; the other %d retries answered %v", len(sessions)-1, answers)
-	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("%s not deleted", path)
-	}
-	redeemed, completed := counts()
-	if redeemed, completed = redeemed-redeemed0, completed-completed0; redeemed != 1 || completed != 1 {
-		t.Fatalf("the ledgers redeemed %d times and recorded %d outcomes, want 1 and 1", redeemed, completed)
-	}
-	return answers
-}
+// earlier marks the answer to a retry of an approval already acted on:
+// the recorded result, given back.
+const earlier = "result of that earlier execution"

@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
 )
 
@@ -47,12 +44,6 @@ func uniqueName(t *testing.T) string {
 // replica starts a server that keeps its confirmations in the store at url,
 // as one replica of a deployment named name.
 func replica(t *testing.T, url, name, root string) *env {
-	return replicaWith(t, url, name, envOptions{roots: []string{root}}, nil)
-}
-
-// replicaWith starts a replica as replica does, with o's options, its
-// store handle wrapped by wrap if set.
-func replicaWith(t *testing.T, url, name string, o envOptions, wrap func(ledger.Store) ledger.Store) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -61,84 +52,7 @@ func replicaWith(t *testing.T, url, name string, o envOptions, wrap func(ledger.
 		t.Fatalf("storeurl.Open: %v", err)
 	}
 	t.Cleanup(closeStore)
-	if wrap != nil {
-		store = wrap(store)
-	}
-	o.name, o.store = name, store
-	return newEnv(t, o)
-}
-
-// A replica crashes between redeeming an approval in the shared store and
-// acting on it; the client retries through another replica. While the
-// lease runs (a short one here, on the store's own clock) the retry is
-// told the action is in progress; after it, in doubt — never run, through
-// sessions of either era.
-//
-// The lease is real time, so it must outlast the retry's round trip: a
-// fixed 500 ms did not on a loaded machine (the retry was told in doubt).
-// An attempt whose retry came back in doubt after the lease could have
-// ended is made again on a fresh deployment, with a lease of four times
-// that round trip (at least twice the last), at most five times.
-func TestCrashBetweenRedeemAndActShared(t *testing.T) {
-	for kind, url := range sharedStores(t) {
-		for _, era := range []string{eraMRTR, eraLegacy} {
-			t.Run(kind+"/"+era, func(t *testing.T) {
-				url := storeURL(t, kind, url)
-				lease := 500 * time.Millisecond
-				for attempt := 1; ; attempt++ {
-					root, name := t.TempDir(), uniqueName(t)
-					a := replicaWith(t, url, name, envOptions{roots: []string{root}, lease: lease},
-						func(s ledger.Store) ledger.Store { return crashAfterRedeem{s} })
-					b := replicaWith(t, url, name, envOptions{roots: []string{root}, lease: lease}, nil)
-					a.root = root
-					ok, took := crashAndRetry(t, a, b, era, httpT, lease, func(crashed time.Time) {
-						// The lease began inside the crashed call, before it returned.
-						time.Sleep(time.Until(crashed.Add(lease + 10*time.Millisecond)))
-					})
-					if ok {
-						break
-					}
-					if attempt == 5 {
-						t.Fatalf("the retry came back %v after the crashed call began, past even a %v lease, %d times: in progress was never seen", took, lease, attempt)
-					}
-					t.Logf("attempt %d: the retry came back %v after the crashed call began, past the %v lease (in doubt): again with a longer lease", attempt, took, lease)
-					lease = max(2*lease, 4*took)
-				}
-			})
-		}
-	}
-}
-
-// Two replicas behind a load balancer, one shared store: the question is
-// asked by A and answered through B; then many clients race the same
-// approval through both replicas over HTTP, and the file is deleted once.
-func TestReplicasShareStore(t *testing.T) {
-	for kind, url := range sharedStores(t) {
-		t.Run(kind, func(t *testing.T) {
-			url := storeURL(t, kind, url)
-			root, name := t.TempDir(), uniqueName(t)
-			a, b := replica(t, url, name, root), replica(t, url, name, root)
-			a.root = root
-
-			f := a.file("a.txt", "a")
-			state := ask(t, a.connect(clientOptions{transport: httpT, manual: true, answer: accept()}), f)
-			res, err := retry(b.connect(clientOptions{transport: httpT, manual: true, answer: accept()}), f, state, yes())
-			wantDeleted(t, res, err, f)
-
-			g := a.file("b.txt", "b")
-			state = ask(t, b.connect(clientOptions{transport: httpT, manual: true, answer: accept()}), g)
-			const racers = 16
-			var sessions []*mcp.ClientSession
-			for i := range racers {
-				r := a
-				if i%2 == 1 {
-					r = b
-				}
-				sessions = append(sessions, r.connect(clientOptions{transport: httpT, manual: true, answer: accept()}))
-			}
-			raceOnce(t, []*env{a, b}, sessions, g, state)
-		})
-	}
+	return newEnv(t, envOptions{roots: []string{root}, name: name, store: store})
 }
 
 // A replica restarted between question and answer (same keys, same shared
