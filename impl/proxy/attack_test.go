@@ -18,45 +18,83 @@ import (
 // clients, shared by replicas, another user's — are the front-end suite's
 // (TestFrontEndSuite, package confirmtest); these are the proxy's own.
 
-// The upstream redefines the tool (here: its annotations) between the
-// question and the answer. The proxy re-reads the definition before
-// forwarding, finds that its fingerprint differs from the approved one, and
-// forwards nothing; the approval is spent.
+// The upstream redefines the tool (its annotations, or its input schema)
+// between the question and the answer. Before forwarding, the proxy checks
+// the definition the upstream lists now, finds that its fingerprint differs
+// from the approved one, and forwards nothing; the approval is spent. An
+// upstream that declares tools.listChanged is trusted to announce the
+// change (the proxy keeps its definitions until it does): here the change
+// is announced before the answer. One that does not is read before every
+// forward: here it changes without a word.
 func TestProxyToolRedefinedAfterQuestion(t *testing.T) {
 	no := false
-	t.Run(eraMRTR, func(t *testing.T) {
-		e := newEnv(t, envOptions{})
-		cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
-		state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
-		e.up.addWrite(&mcp.ToolAnnotations{DestructiveHint: &no})
-		res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
-		mcptest.WantToolRefusal(t, res, err, "changed the tool")
-		res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
-		mcptest.WantToolRefusal(t, res, err, "already used")
-		e.up.wantCalls(t, "write", 0)
-	})
-	t.Run(eraLegacy, func(t *testing.T) {
-		e := newEnv(t, envOptions{})
-		a := mcptest.Accept()
-		a.Before = func() { e.up.addWrite(&mcp.ToolAnnotations{DestructiveHint: &no}) } // while the dialog is open
-		cs := e.connect(clientOptions{era: eraLegacy, answer: a})
-		res, err := write(cs, "/tmp/a.txt", "x")
-		mcptest.WantToolRefusal(t, res, err, "changed the tool")
-		e.up.wantCalls(t, "write", 0)
-	})
-	t.Run("input schema", func(t *testing.T) {
-		e := newEnv(t, envOptions{})
-		cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
-		state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
-		e.up.server.AddTool(&mcp.Tool{Name: "write", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}},
+	annotations := func(u *upstream) { u.addWrite(&mcp.ToolAnnotations{DestructiveHint: &no}) }
+	schema := func(u *upstream) {
+		u.server.AddTool(&mcp.Tool{Name: "write", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				e.up.record("write", req)
+				u.record("write", req)
 				return &mcp.CallToolResult{}, nil
 			})
-		res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
-		mcptest.WantToolRefusal(t, res, err, "changed the tool")
-		e.up.wantCalls(t, "write", 0)
-	})
+	}
+	for _, kind := range []struct {
+		name     string
+		upstream func(testing.TB, string) *upstream
+	}{
+		{"announced", newUpstream},
+		{"silent", newSilentUpstream},
+	} {
+		// redefine changes the upstream's write tool and, for an upstream
+		// that announces changes, waits until changed has heard the
+		// announcement: the proxy relays it to a client on the same
+		// upstream connection only after forgetting the old definition.
+		redefine := func(t *testing.T, u *upstream, change func(*upstream), changed chan struct{}) {
+			t.Helper()
+			change(u)
+			if kind.name == "silent" {
+				return
+			}
+			select {
+			case <-changed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the proxy did not relay the upstream's tools/list_changed")
+			}
+		}
+		watch := func() (*mcp.ClientOptions, chan struct{}) {
+			changed := make(chan struct{}, 10)
+			return &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}, changed
+		}
+		t.Run(kind.name, func(t *testing.T) {
+			for _, change := range []struct {
+				name string
+				f    func(*upstream)
+			}{{"annotations", annotations}, {"input schema", schema}} {
+				t.Run(change.name, func(t *testing.T) {
+					t.Run(eraMRTR, func(t *testing.T) {
+						e := newEnv(t, envOptions{up: kind.upstream(t, eraMRTR)})
+						copts, changed := watch()
+						cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept(), copts: copts})
+						state, _ := askWrite(t, cs, "/tmp/a.txt", "x")
+						redefine(t, e.up, change.f, changed)
+						res, err := retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+						mcptest.WantToolRefusal(t, res, err, "changed the tool")
+						res, err = retryWrite(cs, "/tmp/a.txt", "x", state, mcptest.Yes())
+						mcptest.WantToolRefusal(t, res, err, "already used")
+						e.up.wantCalls(t, "write", 0)
+					})
+					t.Run(eraLegacy, func(t *testing.T) {
+						e := newEnv(t, envOptions{up: kind.upstream(t, eraMRTR)})
+						copts, changed := watch()
+						a := mcptest.Accept()
+						a.Before = func() { redefine(t, e.up, change.f, changed) } // while the dialog is open
+						cs := e.connect(clientOptions{era: eraLegacy, answer: a, copts: copts})
+						res, err := write(cs, "/tmp/a.txt", "x")
+						mcptest.WantToolRefusal(t, res, err, "changed the tool")
+						e.up.wantCalls(t, "write", 0)
+					})
+				})
+			}
+		})
+	}
 }
 
 // Arguments written to forge a second prompt — line breaks, a fake

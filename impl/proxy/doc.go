@@ -33,9 +33,16 @@
 //     fingerprint of the upstream's tool definition ([Fingerprint]: name,
 //     input schema, annotations) taken when asking; the ledger record it
 //     names binds the same tool, digest, principal and fingerprint. Before
-//     forwarding, the proxy reads the tool's current definition from the
-//     upstream and forwards only if its fingerprint equals both. It
-//     forwards exactly the canonical arguments the digest covers.
+//     forwarding, the proxy checks the tool's definition as the upstream
+//     lists it now, and forwards only if its fingerprint equals both. From
+//     an upstream that does not declare tools.listChanged, that is one
+//     read of its tool list per confirmed call; from one that does, it is
+//     the list the proxy read last, as long as the upstream has announced
+//     no change since (a mismatch reads it again). The question itself
+//     may be asked about the definition read last, however old: if the
+//     upstream changed it since, the check refuses, and the next question
+//     is asked about the new one. It forwards exactly the canonical
+//     arguments the digest covers.
 //   - Unknown tools. A call of a tool the upstream does not list, read
 //     when asking, is refused as unknown before anything is asked, issued
 //     or forwarded. An allowed call is forwarded as it is: the upstream
@@ -60,6 +67,10 @@
 //     behaviour without changing its definition, or change the definition
 //     between the re-check and the call. Annotations are the upstream's
 //     claims: readOnlyHint is trusted only when the operator allows it.
+//     An upstream that declares tools.listChanged is taken at its word: a
+//     change it does not announce, or announces only after the answer
+//     arrived (go-sdk servers announce 10 ms after the change), is not
+//     seen by the check before forwarding.
 //   - A lying client is indistinguishable from the person (the client relays
 //     the answer).
 //   - At most once, not exactly once: a proxy that crashes between redeeming

@@ -69,8 +69,10 @@ func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallTo
 		return p.passThrough(ctx, up, req, "")
 	}
 	if def == nil {
+		// The question may use the definition read last: if the upstream
+		// has changed it since, the check before forwarding refuses.
 		var err error
-		if def, err = up.Tool(ctx, name); err != nil {
+		if def, err = up.Tool(ctx, name, relay.Cached); err != nil {
 			p.log.Warn("proxy: cannot read the upstream's tools", "err", err)
 			return refusal("The upstream's tools could not be read, so the call was refused. Nothing was done."), nil
 		}
@@ -98,7 +100,9 @@ func (p *Proxy) decide(ctx context.Context, up relay.Upstream, name string) (Act
 	if a != Ask || p.policy == nil || !p.policy.allowReadOnlyHint {
 		return a, nil
 	}
-	def, err := up.Tool(ctx, name)
+	// Allowing forwards without a question: only a current definition
+	// may allow it.
+	def, err := up.Tool(ctx, name, relay.Current)
 	if err != nil {
 		return Ask, nil
 	}
@@ -127,7 +131,7 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 			if def == nil {
 				return confirm.Question{}, confirm.Refuse("The upstream has no tool %s. Nothing was asked or done.", showValue(name, nameWidth))
 			}
-			fp := Fingerprint(def)
+			fp := sealed // Fingerprint(def), taken by callTool
 			if fp == "" {
 				return confirm.Question{}, confirm.Refuse("The upstream's definition of %s cannot be fingerprinted, so it cannot be approved. Nothing was done.", showValue(name, nameWidth))
 			}
@@ -143,13 +147,19 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 		},
 		Act: func(ctx context.Context, approved ledger.Confirmation) (*mcp.CallToolResult, error) {
 			// The upstream may have changed the tool since the question:
-			// forward only to the definition the person approved.
-			def, err := up.Tool(ctx, name)
+			// forward only to the definition the person approved, as the
+			// upstream lists it now (from the cache only while the
+			// upstream announces its changes; a mismatch reads it again,
+			// since the cache may be behind).
+			fp, err := p.currentFingerprint(ctx, up, name, relay.Current)
+			if err == nil && fp != approved.Subject && sealed == approved.Subject {
+				fp, err = p.currentFingerprint(ctx, up, name, relay.Fresh)
+			}
 			if err != nil {
 				p.log.Warn("proxy: cannot re-read the tool before forwarding", "tool", name, "err", err)
 				return nil, confirm.Refuse("The upstream's definition of %s could not be re-checked, so the approved call was not sent. Nothing was done; ask again.", showValue(name, nameWidth))
 			}
-			if def == nil || Fingerprint(def) == "" || Fingerprint(def) != approved.Subject || sealed != approved.Subject {
+			if fp == "" || fp != approved.Subject || sealed != approved.Subject {
 				p.log.Warn("proxy: tool changed after the question; not forwarded", "tool", name, "id", approved.ID)
 				return nil, confirm.Refuse("The upstream changed the tool %s after you were asked (its name, input schema or annotations differ from what was approved), so the call was not sent. Nothing was done; ask again.", showValue(name, nameWidth))
 			}
@@ -165,6 +175,16 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 			return p.continuation(ctx, res, approved)
 		},
 	}
+}
+
+// currentFingerprint returns the fingerprint of the upstream's definition
+// of name, read as f allows, or "" when it lists no such tool.
+func (p *Proxy) currentFingerprint(ctx context.Context, up relay.Upstream, name string, f relay.Freshness) (string, error) {
+	def, err := up.Tool(ctx, name, f)
+	if err != nil || def == nil {
+		return "", err
+	}
+	return Fingerprint(def), nil
 }
 
 // sendFailure is the answer when a confirmed call's forwarding failed. An

@@ -48,7 +48,9 @@ type upstream struct {
 	subscribed     atomic.Int32  // resources/subscribe calls received
 	// sessions are the proxy's connections to this upstream.
 	sessions atomic.Int32
-	lastSS   atomic.Pointer[mcp.ServerSession]
+	// lists counts the tools/list requests received (every page).
+	lists  atomic.Int32
+	lastSS atomic.Pointer[mcp.ServerSession]
 }
 
 type writeArgs struct {
@@ -62,6 +64,20 @@ type readArgs struct {
 
 func newUpstream(t testing.TB, era string) *upstream {
 	t.Helper()
+	return newUpstreamWith(t, era, nil)
+}
+
+// newSilentUpstream is newUpstream for an upstream that does not declare
+// tools.listChanged: it changes its tools without a word.
+func newSilentUpstream(t testing.TB, era string) *upstream {
+	t.Helper()
+	return newUpstreamWith(t, era, &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: false}})
+}
+
+// newUpstreamWith is newUpstream with the capabilities caps (nil: go-sdk's,
+// which declare tools.listChanged).
+func newUpstreamWith(t testing.TB, era string, caps *mcp.ServerCapabilities) *upstream {
+	t.Helper()
 	u := &upstream{t: t, era: era, calls: map[string][]map[string]any{}}
 	opts := &mcp.ServerOptions{
 		Instructions: "upstream instructions",
@@ -73,11 +89,20 @@ func newUpstream(t testing.TB, era string) *upstream {
 			return nil
 		},
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		Capabilities:       caps,
 	}
 	if era == eraLegacy {
 		opts.SupportedProtocolVersions = []string{eraLegacy, "2025-06-18", "2025-03-26", "2024-11-05"}
 	}
 	u.server = mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, opts)
+	u.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				u.lists.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	u.addWrite(nil)
 	mcp.AddTool(u.server, &mcp.Tool{Name: "read", Description: "Reads a file.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in readArgs) (*mcp.CallToolResult, any, error) {

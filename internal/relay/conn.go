@@ -41,6 +41,8 @@ type conn struct {
 	mu       sync.Mutex
 	inflight []context.Context // contexts of the downstream calls in flight on down
 	subs     map[string]int    // resource URI → downstream subscriptions
+
+	tools toolCache // the upstream's tools, as this connection read them last
 }
 
 // dial opens a connection to the upstream. down is the older-era session it
@@ -52,9 +54,15 @@ func (r *Relay) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 		Logger: r.log,
 		// input_required results go back to the downstream client as they
 		// are; the relay never answers an upstream's question itself.
-		MultiRoundTrip:             &mcp.MultiRoundTripOptions{Disabled: true},
-		Capabilities:               &mcp.ClientCapabilities{},
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { r.announce("tools") },
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		Capabilities:   &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			// Forget the tools first, on every connection (the change may
+			// reach them in any order): a client that hears of it and calls
+			// a tool must not be checked against the old definition.
+			r.toolsChanged(c)
+			r.announce("tools")
+		},
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { r.announce("prompts") },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { r.announce("resources") },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
@@ -132,6 +140,11 @@ func (r *Relay) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
 	}
 	c.cs = cs
+	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Tools != nil && caps.Tools.ListChanged {
+		c.tools.mu.Lock()
+		c.tools.announces = true
+		c.tools.mu.Unlock()
+	}
 	go func() {
 		cs.Wait()
 		close(c.closed)
@@ -216,31 +229,6 @@ func (c *conn) relayContext(upCtx context.Context) (context.Context, context.Can
 	ctx, cancel := context.WithCancel(base)
 	stop := context.AfterFunc(upCtx, cancel)
 	return ctx, func() { stop(); cancel() }
-}
-
-// Tool implements [Upstream]: it never reads a cache.
-func (c *conn) Tool(ctx context.Context, name string) (*mcp.Tool, error) {
-	for t, err := range c.cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, fmt.Errorf("%w: tools/list: %v", ErrUpstream, err)
-		}
-		if t.Name == name {
-			return t, nil
-		}
-	}
-	return nil, nil
-}
-
-// Tools implements [Upstream].
-func (c *conn) Tools(ctx context.Context) ([]*mcp.Tool, error) {
-	var out []*mcp.Tool
-	for t, err := range c.cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, fmt.Errorf("%w: tools/list: %v", ErrUpstream, err)
-		}
-		out = append(out, t)
-	}
-	return out, nil
 }
 
 // CallTool implements [Upstream].

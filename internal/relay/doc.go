@@ -46,9 +46,16 @@
 //   - Sent once. A request is forwarded once and never retried; a
 //     connection the upstream ended is opened again for the next request.
 //     TestProxyLostReplyOutcomeUnknown.
-//   - Fresh definitions. [Upstream.Tool] and [Upstream.Tools] read the
-//     upstream every time; the go-sdk client's tools/list cache hint is
-//     cleared before that cache sees it. TestProxyToolRedefinedAfterQuestion.
+//   - Definitions as fresh as asked. Each connection keeps the last
+//     complete list of tools it read. [Upstream.Tool] answers from it only
+//     as its [Freshness] allows: [Current] only if the upstream declared
+//     tools.listChanged and has announced no change since the list was
+//     read (an announcement on any connection empties every connection's
+//     list before it is relayed downstream); otherwise, and for [Fresh]
+//     and [Upstream.Tools], it reads every page of the upstream's list.
+//     The go-sdk client's own tools/list cache hint is cleared before that
+//     cache sees it. TestProxyToolRedefinedAfterQuestion,
+//     TestProxyDefinitionReads, TestProxyListChangedRefreshes.
 //   - Bounded. At most Options.MaxSessions older-era sessions hold a
 //     connection of their own (for a command upstream, a process each).
 //     TestProxySessionCap.
@@ -73,6 +80,11 @@
 //   - An older-era upstream's server-initiated request on the shared
 //     connection (one a 2026-07-28 client cannot receive) is refused, and
 //     the call that caused it fails.
+//   - An upstream that declares tools.listChanged is trusted to announce
+//     every change: one it makes without a word, or announces only later
+//     (go-sdk servers announce 10 ms after a change), and an announcement
+//     lost on the way, leave [Current] answering from the old list until
+//     the next announcement or read.
 //
 // # Connections
 //

@@ -50,10 +50,12 @@ type Options struct {
 // the shared one, or the older-era session's own. It is all a gate needs
 // to decide a tools/call.
 type Upstream interface {
-	// Tool returns the upstream's current definition of the named tool, or
-	// nil if it lists none. It reads the upstream every time.
-	Tool(ctx context.Context, name string) (*mcp.Tool, error)
-	// Tools returns every tool the upstream lists now.
+	// Tool returns the upstream's definition of the named tool, or nil if
+	// it lists none, from the connection's cache when f accepts it, else
+	// read from the upstream now (every page of its list, which then
+	// refills the cache).
+	Tool(ctx context.Context, name string, f Freshness) (*mcp.Tool, error)
+	// Tools reads every tool the upstream lists now.
 	Tools(ctx context.Context) ([]*mcp.Tool, error)
 	// CallTool forwards one round of the downstream tools/call req, once:
 	// its name and _meta, with args ({} when empty), the upstream's own

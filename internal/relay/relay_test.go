@@ -254,7 +254,7 @@ func TestRelayGateHooks(t *testing.T) {
 					if req.Params.Name == "sample" {
 						return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "refused by the gate"}}}, nil
 					}
-					if def, err := up.Tool(ctx, req.Params.Name); err != nil || def == nil {
+					if def, err := up.Tool(ctx, req.Params.Name, relay.Current); err != nil || def == nil {
 						return nil, fmt.Errorf("the gate could not read %s: %v", req.Params.Name, err)
 					}
 					return up.CallTool(ctx, req, req.Params.Arguments, req.Params.RequestState, req.Params.InputResponses)
