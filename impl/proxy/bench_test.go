@@ -2,11 +2,17 @@ package proxy_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
@@ -98,5 +104,104 @@ func TestProxyBenchCalls(t *testing.T) {
 	benchCall(t, benchClient(t, a.proxy.MCP()), "read")
 	if a.issued() != 0 {
 		t.Fatalf("the pass-through call issued %d confirmations", a.issued())
+	}
+}
+
+// BenchmarkProxyTools makes, call by call in one loop, the confirmed write
+// of BenchmarkProxyRatio through two proxies, one in front of an upstream
+// with 2 tools and one in front of an upstream with 1,002 (the same two
+// and 1,000 more with a small schema each), both declaring
+// tools.listChanged, and the same call direct to the first upstream. It
+// reports confirmed-1002/confirmed-2 (what the upstream's tool count costs
+// a confirmed call: the proxy answers both from its cache of definitions)
+// and confirmed/direct at 2 tools.
+func BenchmarkProxyTools(b *testing.B) {
+	u2 := newUpstream(b, eraMRTR)
+	u2.server.RemoveTools("delete")
+	u1002 := newUpstream(b, eraMRTR)
+	u1002.server.RemoveTools("delete")
+	for i := range 1000 {
+		mcp.AddTool(u1002.server, &mcp.Tool{Name: fmt.Sprintf("tool_%04d", i), Description: "Reads one file and returns what it holds."},
+			func(ctx context.Context, req *mcp.CallToolRequest, in readArgs) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{}, nil, nil
+			})
+	}
+	direct := benchClient(b, u2.server)
+	confirmed2 := benchClient(b, newEnv(b, envOptions{up: u2, policy: "ask = [\"write\"]", quiet: true}).proxy.MCP())
+	confirmed1002 := benchClient(b, newEnv(b, envOptions{up: u1002, policy: "ask = [\"write\"]", quiet: true}).proxy.MCP())
+	calls := []struct {
+		name string
+		cs   *mcp.ClientSession
+		took time.Duration
+	}{{"direct", direct, 0}, {"confirmed-2", confirmed2, 0}, {"confirmed-1002", confirmed1002, 0}}
+	for b.Loop() {
+		for i := range calls {
+			t0 := time.Now()
+			benchCall(b, calls[i].cs, "write")
+			calls[i].took += time.Since(t0)
+		}
+	}
+	for _, c := range calls {
+		b.ReportMetric(float64(c.took.Nanoseconds())/float64(b.N), c.name+"-ns/call")
+	}
+	b.ReportMetric(float64(calls[2].took)/float64(calls[1].took), "confirmed-1002/confirmed-2")
+	b.ReportMetric(float64(calls[1].took)/float64(calls[0].took), "confirmed/direct")
+}
+
+// argumentText returns about n bytes of text to write: prose in ASCII, or
+// words of eight scripts (Latin, Cyrillic, Greek, Han, Hiragana, Arabic,
+// Hebrew, Devanagari with its vowel signs and virama), one script a word,
+// so that no warning ends the scan early. Neither holds a line break.
+func argumentText(n int, mixed bool) string {
+	line := "The quick brown fox jumps over the lazy dog; 0123456789 times. "
+	if mixed {
+		line = "Отчёт résumé Ελληνικά 中文文本 ひらがな العربية עברית हिन्दी "
+	}
+	return strings.Repeat(line, n/len(line)+1)[:n-len(line)] + line
+}
+
+// BenchmarkProxyArgumentSize measures the question for a write of 1 MiB of
+// content, in ASCII and in mixed scripts: what the proxy does to ask about
+// those bytes — canonicalize and digest the arguments (the boundary, once
+// per round) and write the question (the gate: split the arguments, show
+// each key and value through package prompt, with the value's warnings,
+// size and digest). It reports question-1MiB-ms, and round-1MiB-ms: the
+// whole first round through a go-sdk client and the proxy, in memory.
+func BenchmarkProxyArgumentSize(b *testing.B) {
+	for _, tt := range []struct {
+		name  string
+		mixed bool
+	}{{"ascii", false}, {"mixed-scripts", true}} {
+		b.Run(tt.name, func(b *testing.B) {
+			content := argumentText(1<<20, tt.mixed)
+			raw, err := json.Marshal(map[string]string{"path": "/tmp/report-2026/drafts/final.txt", "content": content})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := newEnv(b, envOptions{policy: "ask = [\"write\"]", quiet: true})
+			cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
+			var question, round time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				canon, err := requeststate.CanonicalArguments(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sha256.Sum256(canon)
+				q, err := proxy.QuestionFor(nil, "write", canon)
+				if err != nil || !strings.Contains(q, "shortened: 1048576 bytes") {
+					b.Fatalf("question: %v\n%s", err, q)
+				}
+				question += time.Since(t0)
+				t0 = time.Now()
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write", Arguments: json.RawMessage(raw)})
+				if err != nil || !res.NeedsInput() {
+					b.Fatalf("first round: err=%v res=%s", err, mcptest.Describe(res))
+				}
+				round += time.Since(t0)
+			}
+			b.ReportMetric(question.Seconds()*1000/float64(b.N), "question-1MiB-ms")
+			b.ReportMetric(round.Seconds()*1000/float64(b.N), "round-1MiB-ms")
+		})
 	}
 }

@@ -139,11 +139,11 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 			if err != nil {
 				return confirm.Question{}, confirm.Refuse("The call's arguments are not valid JSON, so it was refused. Nothing was done.")
 			}
-			args, err := splitArguments(canon)
+			msg, err := p.policy.question(name, canon)
 			if err != nil {
-				return confirm.Question{}, confirm.Refuse("The call was refused before asking: its %v. Nothing was done.", err)
+				return confirm.Question{}, err
 			}
-			return confirm.Question{Message: question(p.policy.Name(), name, args, p.policy.template(name)), Subject: fp}, nil
+			return confirm.Question{Message: msg, Subject: fp}, nil
 		},
 		Act: func(ctx context.Context, approved ledger.Confirmation) (*mcp.CallToolResult, error) {
 			// The upstream may have changed the tool since the question:
@@ -175,6 +175,16 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 			return p.continuation(ctx, res, approved)
 		},
 	}
+}
+
+// question returns the question for a call of tool with the canonical
+// arguments canon, or a [confirm.Refusal] of arguments it cannot show.
+func (p *Policy) question(tool string, canon []byte) (string, error) {
+	args, err := splitArguments(canon)
+	if err != nil {
+		return "", confirm.Refuse("The call was refused before asking: its %v. Nothing was done.", err)
+	}
+	return question(p.Name(), tool, args, p.template(tool)), nil
 }
 
 // currentFingerprint returns the fingerprint of the upstream's definition
