@@ -27,6 +27,22 @@
 (* may or may not have happened" once in doubt -- and nothing runs.  On    *)
 (* "decline" the replica Cancels: pending -> cancelled, also atomically.   *)
 (*                                                                         *)
+(* Out-of-band approval.  A confirmation may need, besides the client's    *)
+(* answer, the approval of N distinct approvers reached outside the chat   *)
+(* (a page; N is chosen per confirmation from Quorums, 0 meaning in band   *)
+(* only, as above).  An approver is a person who signed in separately from *)
+(* the caller -- authentication is abstracted: an action of approver p is  *)
+(* p's, and no client can take one.  Only the Authorized approvers may    *)
+(* decide, and never the confirmation's requester when it has one in the   *)
+(* approvers' naming (four-eyes).  Each Decide is one atomic step in the   *)
+(* store, on the store's clock: it records p's approve or decline once,    *)
+(* only while the record is pending, unexpired and undecided -- no         *)
+(* decision of p's yet, fewer than N approvals, no decline.  A decline     *)
+(* decides at once: pending -> cancelled.  Redeem also requires the N      *)
+(* approvals; before them a retry is told it is awaiting approval and      *)
+(* nothing changes.  The client's own decline (Cancel) still withdraws the *)
+(* request at any time while it is pending.                                *)
+(*                                                                         *)
 (* Modelled:                                                               *)
 (*  - several Clients retrying the same approvals concurrently, each with  *)
 (*    at most one request in flight, replaying freely;                     *)
@@ -40,7 +56,9 @@
 (*  - a replica crashing at any point -- between Redeem and the effect,    *)
 (*    between the effect and Complete -- and restarting at once with an    *)
 (*    empty memory store; a replica slower than its lease; an execution    *)
-(*    whose outcome is unknown.                                            *)
+(*    whose outcome is unknown;                                            *)
+(*  - approvers, authorized or not, the requester among them, deciding     *)
+(*    through any replica, concurrently, as often as they like.            *)
 (*                                                                         *)
 (* The guarantee: an approval's action runs AT MOST ONCE, and every retry  *)
 (* of it is answered with THE ONE RECORDED OUTCOME (or "in progress"       *)
@@ -49,6 +67,12 @@
 (* approval ends IN DOUBT -- the effect may or may not have happened, the  *)
 (* person is told so, and nothing ever runs again.  Without those faults   *)
 (* every redeemed approval ends done or failed (RedeemEndsDoneOrFailed).   *)
+(* And with out-of-band approval: no redemption without N recorded         *)
+(* approvals by distinct authorized approvers, none of them the requester  *)
+(* (NoRedeemWithoutApproval); every decision recorded is by an authorized  *)
+(* approver (OnlyAuthorizedDecide) who is not the requester                *)
+(* (NoSelfDecision), at most once per approver and never after the        *)
+(* outcome was decided (DecidedOnce).                                      *)
 (*                                                                         *)
 (* Abstracted away:                                                        *)
 (*  - Cryptography.  The sealed requestState is unforgeable: a client can  *)
@@ -59,7 +83,10 @@
 (*    bits, which never collide), so an id is issued at most once.         *)
 (*  - The client relays the human's answer faithfully.  A client lying     *)
 (*    about the answer is indistinguishable from the human, here and in    *)
-(*    MRTR.                                                                *)
+(*    MRTR: out-of-band approval is what a lying client cannot forge.      *)
+(*  - Approvers' sign-in, the approval page and its link: the id is        *)
+(*    unguessable, and an approver reaches the record through whichever    *)
+(*    replica serves the page.  Eligibility by group is one set here.      *)
 (*  - Clocks.  One clock, now.  Each approval lives in exactly one store,  *)
 (*    and the properties are stated against that store's clock, the one    *)
 (*    its atomic operations check (expiry, lease).  Skew between replicas  *)
@@ -93,12 +120,21 @@
 (*  - "blind-complete" (LedgerBlind.cfg): Complete writes the outcome      *)
 (*    without the compare-and-set, so a replica that overran its lease     *)
 (*    overwrites "in doubt", and a retry is told something else than the   *)
-(*    recorded outcome.                                                    *)
+(*    recorded outcome;                                                    *)
+(*  - "self-approval" (LedgerSelfApproval.cfg): Decide does not exclude    *)
+(*    the requester, who decides (approves, declines) their own request;   *)
+(*  - "decide-twice" (LedgerDecideTwice.cfg): Decide does not look for a   *)
+(*    decision already recorded, so an approver decides twice, or one      *)
+(*    decides after the outcome was;                                       *)
+(*  - "redeem-unapproved" (LedgerRedeemUnapproved.cfg): Redeem does not    *)
+(*    look at the approvals, and acts before they are recorded;            *)
+(*  - "unlisted-approver" (LedgerUnlisted.cfg): Decide takes a decision    *)
+(*    from any signed-in approver, authorized or not.                      *)
 (*                                                                         *)
 (* MCLedger.tla holds the TLC-only definitions; TraceLedger.tla checks     *)
 (* logs of the Go ledger (impl/ledger) against this module.                *)
 (***************************************************************************)
-EXTENDS Naturals, Sequences
+EXTENDS Naturals, Sequences, FiniteSets
 
 CONSTANTS
     Replicas,     \* server replicas behind one load balancer (model values)
@@ -110,14 +146,20 @@ CONSTANTS
     TTL,          \* lifetime of an approval and of its sealed state, in ticks
     Lease,        \* how long the replica that redeemed has to act and Complete, in ticks
     Grace,        \* how long the store remembers a record after max(expiry, lease)
+    Approvers,    \* people who may sign in to the approval page (model values)
+    Authorized,   \* the approvers allowed to decide (a subset of Approvers)
+    Quorums,      \* the numbers of distinct approvals a confirmation may need; 0: in band only
     Flaw          \* "none": the ledger as built; otherwise the broken design of a control
 
-Flaws == {"none", "check-then-act", "replay-reruns", "blind-complete"}
+Flaws == {"none", "check-then-act", "replay-reruns", "blind-complete",
+          "self-approval", "decide-twice", "redeem-unapproved", "unlisted-approver"}
 
 ASSUME /\ Deployments # {} /\ Deployments \subseteq {"shared", "memory"}
        /\ TTL \in Nat \ {0} /\ Lease \in Nat \ {0} /\ Grace \in Nat
        /\ Flaw \in Flaws
-       /\ Shared \notin Replicas /\ None \notin Replicas \cup Approvals
+       /\ Shared \notin Replicas /\ None \notin Replicas \cup Approvals \cup Approvers
+       /\ Authorized \subseteq Approvers
+       /\ Quorums # {} /\ Quorums \subseteq Nat
 
 VARIABLES
     now,         \* the clock (see "Clocks" above)
@@ -131,10 +173,11 @@ VARIABLES
     spent,       \* history: spent[a], some Redeem of a succeeded
     recorded,    \* history: recorded[a], the first outcome any store recorded for a
     replies,     \* history: replies[a], the final answers retries of a were given
-    faults       \* history: faults[a], why a's outcome may be unknown (see Faults)
+    faults,      \* history: faults[a], why a's outcome may be unknown (see Faults)
+    decisions    \* history: decisions[a], every decision any store recorded for a, in order
 
 vars == <<now, deployment, envelope, store, answer, req, effects, cancelled, spent,
-          recorded, replies, faults>>
+          recorded, replies, faults, decisions>>
 
 -----------------------------------------------------------------------------
 (* Types and helpers. *)
@@ -150,10 +193,28 @@ Max(x, y) == IF x >= y THEN x ELSE y
 Status == {"absent", "pending", "acting", "done", "failed", "doubt", "cancelled"}
 Redeemed == {"acting", "done", "failed", "doubt"}
 Final == {"done", "failed", "doubt"}
+\* A decision slot of a record: approver p has not decided, approved, declined.
+Verdicts == {"none", "approve", "decline"}
+NoVerdicts == [p \in Approvers |-> "none"]
+
 \* lease: LeaseUntil, set by Redeem; exec: the execution whose result a done or
-\* failed record holds (0 otherwise).
-Record == [status : Status, exp : Nat, lease : Nat, exec : Nat]
-Absent == [status |-> "absent", exp |-> 0, lease |-> 0, exec |-> 0]
+\* failed record holds (0 otherwise); need: the approvals it needs (0: in
+\* band); requester: who asked, in the approvers' naming (None: no one of
+\* them), never to decide; dec: each approver's recorded decision.
+Record == [status : Status, exp : Nat, lease : Nat, exec : Nat,
+           need : Quorums \cup {0}, requester : Approvers \cup {None}, dec : [Approvers -> Verdicts]]
+Absent == [status |-> "absent", exp |-> 0, lease |-> 0, exec |-> 0,
+           need |-> 0, requester |-> None, dec |-> NoVerdicts]
+
+\* The approvers who approved (declined) in record rec.
+ApproversOf(rec) == {p \in Approvers : rec.dec[p] = "approve"}
+DeclinersOf(rec) == {p \in Approvers : rec.dec[p] = "decline"}
+
+\* rec has the approvals it needs (none, for one approved in band).
+Approved(rec) == Cardinality(ApproversOf(rec)) >= rec.need
+
+\* The outcome of rec's approval is decided: approved, or declined.
+Decided(rec) == rec.need > 0 /\ (Approved(rec) \/ DeclinersOf(rec) # {})
 
 \* An outcome: what a final record says, and so what a retry is told.  kind
 \* "none" is the outcome of an approval before any was recorded.
@@ -162,8 +223,13 @@ NoOutcome == [kind |-> "none", exec |-> 0]
 OutcomeOf(rec) == [kind |-> rec.status, exec |-> rec.exec]
 InDoubt == [kind |-> "doubt", exec |-> 0]
 
-Envelope == [issued : BOOLEAN, exp : Nat]
-NotIssued == [issued |-> FALSE, exp |-> 0]
+\* What Issue fixed: the expiry sealed into the requestState, and the
+\* approval policy given to the store with the record (need, requester).
+Envelope == [issued : BOOLEAN, exp : Nat, need : Quorums \cup {0}, requester : Approvers \cup {None}]
+NotIssued == [issued |-> FALSE, exp |-> 0, need |-> 0, requester |-> None]
+
+\* One decision recorded: who, and whether they approved.
+Decision == [who : Approvers, yes : BOOLEAN]
 
 Answers == {"none", "accept", "decline"}
 
@@ -200,6 +266,7 @@ TypeOK ==
     /\ recorded \in [Approvals -> Outcome]
     /\ replies \in [Approvals -> SUBSET Outcome]
     /\ faults \in [Approvals -> SUBSET Faults]
+    /\ decisions \in [Approvals -> Seq(Decision)]
 
 -----------------------------------------------------------------------------
 Init ==
@@ -215,18 +282,26 @@ Init ==
     /\ recorded = [a \in Approvals |-> NoOutcome]
     /\ replies = [a \in Approvals |-> {}]
     /\ faults = [a \in Approvals |-> {}]
+    /\ decisions = [a \in Approvals |-> <<>>]
 
 (***************************************************************************)
 (* Replica r handles a destructive tools/call and asks for confirmation:   *)
 (* Ledger.Issue stores a fresh id as pending in r's store with expiry      *)
 (* now + TTL, and the same expiry is sealed into the requestState that     *)
-(* every client may now hold (and replay).                                 *)
+(* every client may now hold (and replay).  The confirmation needs n       *)
+(* out-of-band approvals (0: none), and its requester is q in the          *)
+(* approvers' naming -- possibly an approver, the case four-eyes is for -- *)
+(* or None.                                                                *)
 (***************************************************************************)
-Issue(r, a) ==
+Requesters(n) == IF n = 0 THEN {None} ELSE Approvers \cup {None}
+
+Issue(r, a, n, q) ==
     /\ ~envelope[a].issued
-    /\ envelope' = [envelope EXCEPT ![a] = [issued |-> TRUE, exp |-> now + TTL]]
-    /\ store' = [store EXCEPT ![StoreOf(r)][a] = [Absent EXCEPT !.status = "pending", !.exp = now + TTL]]
-    /\ UNCHANGED <<now, deployment, answer, req, effects, cancelled, spent, recorded, replies, faults>>
+    /\ n \in Quorums /\ q \in Requesters(n)
+    /\ envelope' = [envelope EXCEPT ![a] = [issued |-> TRUE, exp |-> now + TTL, need |-> n, requester |-> q]]
+    /\ store' = [store EXCEPT ![StoreOf(r)][a] =
+                    [Absent EXCEPT !.status = "pending", !.exp = now + TTL, !.need = n, !.requester = q]]
+    /\ UNCHANGED <<now, deployment, answer, req, effects, cancelled, spent, recorded, replies, faults, decisions>>
 
 (***************************************************************************)
 (* The boundary lets client c's retry of a, carrying answer ans, through   *)
@@ -251,24 +326,30 @@ Answered(c, a, ans) == answer' = [answer EXCEPT ![c][a] = ans]
 \* The store check inside Ledger.Redeem/Cancel: pending and unexpired on the store's clock.
 Redeemable(s, a) == store[s][a].status = "pending" /\ now < store[s][a].exp
 
+\* The further check inside Ledger.Redeem: the approvals a needs are recorded
+\* (none needed in band).  The "redeem-unapproved" flaw skips it.
+ApprovedIn(s, a) == Approved(store[s][a]) \/ Flaw = "redeem-unapproved"
+
 \* a's record in store s once redeemed at the current time: acting, lease granted.
 Acting(s, a) == [store[s][a] EXCEPT !.status = "acting", !.lease = now + Lease]
 
 (***************************************************************************)
 (* Replica r receives c's retry of a with "accept" and calls               *)
 (* Ledger.Redeem: one atomic compare-and-set pending -> acting in r's      *)
-(* store, with LeaseUntil = now + Lease.  On success r now owes the effect *)
-(* and the outcome; on any error nothing changes.                          *)
+(* store, with LeaseUntil = now + Lease, only once the approvals it needs  *)
+(* are recorded.  On success r now owes the effect and the outcome; on any *)
+(* error (awaiting approval among them) nothing changes.                   *)
 (***************************************************************************)
 Redeem(c, r, a) ==
     /\ Flaw # "check-then-act"
     /\ Admitted(c, a, "accept")
     /\ Redeemable(StoreOf(r), a)
+    /\ ApprovedIn(StoreOf(r), a)
     /\ store' = [store EXCEPT ![StoreOf(r)][a] = Acting(StoreOf(r), a)]
     /\ req' = [req EXCEPT ![c] = [Idle EXCEPT !.phase = "acting", !.appr = a, !.rep = r, !.at = now]]
     /\ spent' = [spent EXCEPT ![a] = TRUE]
     /\ Answered(c, a, "accept")
-    /\ UNCHANGED <<now, deployment, envelope, effects, cancelled, recorded, replies, faults>>
+    /\ UNCHANGED <<now, deployment, envelope, effects, cancelled, recorded, replies, faults, decisions>>
 
 (***************************************************************************)
 (* Negative control "check-then-act", first half: a store without          *)
@@ -279,9 +360,10 @@ RedeemCheck(c, r, a) ==
     /\ Flaw = "check-then-act"
     /\ Admitted(c, a, "accept")
     /\ Redeemable(StoreOf(r), a)
+    /\ ApprovedIn(StoreOf(r), a)
     /\ req' = [req EXCEPT ![c] = [Idle EXCEPT !.phase = "checked", !.appr = a, !.rep = r, !.at = now]]
     /\ Answered(c, a, "accept")
-    /\ UNCHANGED <<now, deployment, envelope, store, effects, cancelled, spent, recorded, replies, faults>>
+    /\ UNCHANGED <<now, deployment, envelope, store, effects, cancelled, spent, recorded, replies, faults, decisions>>
 
 (***************************************************************************)
 (* ... and, in a later step, writes "acting" without looking again.        *)
@@ -294,7 +376,7 @@ RedeemAct(c) ==
        /\ store' = [store EXCEPT ![s][a] = Acting(s, a)]
        /\ req' = [req EXCEPT ![c].phase = "acting"]
        /\ spent' = [spent EXCEPT ![a] = TRUE]
-       /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, recorded, replies, faults>>
+       /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, recorded, replies, faults, decisions>>
 
 (***************************************************************************)
 (* The replica that redeemed a for client c runs the action (the deletion) *)
@@ -310,7 +392,7 @@ DoEffect(c) ==
           /\ effects' = [effects EXCEPT ![a] = Append(@, [client |-> c, at |-> req[c].at, kind |-> k])]
           /\ req' = [req EXCEPT ![c].phase = "acted", ![c].kind = k, ![c].exec = Len(effects[a]) + 1]
           /\ faults' = IF k = "unknown" THEN [faults EXCEPT ![a] = @ \cup {"unknown"}] ELSE faults
-    /\ UNCHANGED <<now, deployment, envelope, store, answer, cancelled, spent, recorded, replies>>
+    /\ UNCHANGED <<now, deployment, envelope, store, answer, cancelled, spent, recorded, replies, decisions>>
 
 (***************************************************************************)
 (* The replica records what its execution reported and replies to c:      *)
@@ -333,7 +415,7 @@ Complete(c) ==
           THEN /\ store' = [store EXCEPT ![s][a].status = out.kind, ![s][a].exec = out.exec]
                /\ recorded' = IF recorded[a] = NoOutcome THEN [recorded EXCEPT ![a] = out] ELSE recorded
           ELSE UNCHANGED <<store, recorded>>
-       /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, spent, replies, faults>>
+       /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, spent, replies, faults, decisions>>
 
 (***************************************************************************)
 (* Replica r receives c's retry of a with "accept", and its Redeem finds   *)
@@ -357,7 +439,7 @@ Replay(c, r, a) ==
        ELSE /\ replies' = [replies EXCEPT ![a] = @ \cup {OutcomeOf(rec)}]
             /\ UNCHANGED effects
     /\ Answered(c, a, "accept")
-    /\ UNCHANGED <<now, deployment, envelope, store, req, cancelled, spent, recorded, faults>>
+    /\ UNCHANGED <<now, deployment, envelope, store, req, cancelled, spent, recorded, faults, decisions>>
 
 (***************************************************************************)
 (* Replica r receives c's retry of a with "decline" and calls              *)
@@ -370,7 +452,33 @@ Cancel(c, r, a) ==
     /\ store' = [store EXCEPT ![StoreOf(r)][a].status = "cancelled"]
     /\ cancelled' = [cancelled EXCEPT ![a] = TRUE]
     /\ Answered(c, a, "decline")
-    /\ UNCHANGED <<now, deployment, envelope, req, effects, spent, recorded, replies, faults>>
+    /\ UNCHANGED <<now, deployment, envelope, req, effects, spent, recorded, replies, faults, decisions>>
+
+(***************************************************************************)
+(* Approver p, signed in on the approval page served by replica r, decides *)
+(* a: Ledger.Decide, one atomic step in r's store on its clock.  It        *)
+(* records p's decision only if a needs approvals, is pending and          *)
+(* unexpired, p is authorized and is not a's requester, and nothing is     *)
+(* decided yet: p has not decided, the approvals are not all in, and no    *)
+(* one declined.  Otherwise it changes nothing, and the page shows what is *)
+(* recorded.  An approval leaves the record pending (Redeem acts once all  *)
+(* are in); a decline cancels it, for good.  The flaws of the controls     *)
+(* each drop one of the checks.                                            *)
+(***************************************************************************)
+Decide(p, r, a, yes) ==
+    LET s   == StoreOf(r)
+        rec == store[s][a]
+    IN /\ rec.need > 0
+       /\ rec.status = "pending"
+       /\ now < rec.exp
+       /\ p \in Authorized \/ Flaw = "unlisted-approver"
+       /\ p # rec.requester \/ Flaw = "self-approval"
+       /\ (rec.dec[p] = "none" /\ ~Decided(rec)) \/ Flaw = "decide-twice"
+       /\ store' = [store EXCEPT ![s][a].dec[p] = IF yes THEN "approve" ELSE "decline",
+                                 ![s][a].status = IF yes THEN "pending" ELSE "cancelled"]
+       /\ cancelled' = IF yes THEN cancelled ELSE [cancelled EXCEPT ![a] = TRUE]
+       /\ decisions' = [decisions EXCEPT ![a] = Append(@, [who |-> p, yes |-> yes])]
+       /\ UNCHANGED <<now, deployment, envelope, answer, req, effects, spent, recorded, replies, faults>>
 
 (***************************************************************************)
 (* Store s forgets a once max(expiry, lease) + Grace has passed: pending   *)
@@ -383,7 +491,7 @@ Forget(s, a) ==
     /\ store[s][a].status # "absent"
     /\ now >= Max(store[s][a].exp, store[s][a].lease) + Grace
     /\ store' = [store EXCEPT ![s][a] = Absent]
-    /\ UNCHANGED <<now, deployment, envelope, answer, req, effects, cancelled, spent, recorded, replies, faults>>
+    /\ UNCHANGED <<now, deployment, envelope, answer, req, effects, cancelled, spent, recorded, replies, faults, decisions>>
 
 (***************************************************************************)
 (* Replica r crashes and restarts.  Every request it was handling is       *)
@@ -402,7 +510,7 @@ Restart(r) ==
                                           /\ req[c].phase \in {"acting", "acted"}
                                           /\ req[c].appr = a
                     THEN faults[a] \cup {"crash"} ELSE faults[a]]
-    /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, spent, recorded, replies>>
+    /\ UNCHANGED <<now, deployment, envelope, answer, effects, cancelled, spent, recorded, replies, decisions>>
 
 (***************************************************************************)
 (* The clock moves on to t.  Every record still acting whose lease has     *)
@@ -426,10 +534,11 @@ PassTime(t) ==
 (* Time passes. *)
 Tick ==
     /\ PassTime(now + 1)
-    /\ UNCHANGED <<deployment, envelope, answer, req, effects, cancelled, spent, replies>>
+    /\ UNCHANGED <<deployment, envelope, answer, req, effects, cancelled, spent, replies, decisions>>
 
 Next ==
-    \/ \E r \in Replicas, a \in Approvals : Issue(r, a)
+    \/ \E r \in Replicas, a \in Approvals, n \in Quorums, q \in Approvers \cup {None} : Issue(r, a, n, q)
+    \/ \E p \in Approvers, r \in Replicas, a \in Approvals, yes \in BOOLEAN : Decide(p, r, a, yes)
     \/ \E c \in Clients, r \in Replicas, a \in Approvals :
           Redeem(c, r, a) \/ RedeemCheck(c, r, a) \/ Replay(c, r, a) \/ Cancel(c, r, a)
     \/ \E c \in Clients : RedeemAct(c) \/ DoEffect(c) \/ Complete(c)
@@ -505,6 +614,37 @@ SpentIsFinal ==
          /\ store[s][a].status = "acting" => store'[s][a].status \in Redeemed \cup {"absent"}
          /\ store[s][a].status \in Final => store'[s][a] \in {store[s][a], Absent}]_vars
 
+(* Safety of out-of-band approval. *)
+
+\* The approvers whose approval (decline) of a some store recorded.
+ApprovedBy(a) == {decisions[a][i].who : i \in {j \in 1..Len(decisions[a]) : decisions[a][j].yes}}
+DeclinedBy(a) == {decisions[a][i].who : i \in {j \in 1..Len(decisions[a]) : ~decisions[a][j].yes}}
+
+\* No redemption without the recorded approval of as many distinct
+\* authorized approvers as a needs, none of them its requester, and no
+\* decline.  (In band a needs none, and no decision is ever recorded.)
+NoRedeemWithoutApproval ==
+    \A a \in Approvals : spent[a] =>
+        /\ Cardinality((ApprovedBy(a) \cap Authorized) \ {envelope[a].requester}) >= envelope[a].need
+        /\ DeclinedBy(a) = {}
+
+\* Every decision recorded is by an authorized approver.
+OnlyAuthorizedDecide ==
+    \A a \in Approvals : \A i \in 1..Len(decisions[a]) : decisions[a][i].who \in Authorized
+
+\* Four-eyes: no decision recorded for a is by a's requester.
+NoSelfDecision ==
+    \A a \in Approvals : \A i \in 1..Len(decisions[a]) : decisions[a][i].who # envelope[a].requester
+
+\* A decision is recorded once: each approver decides a at most once, and no
+\* decision is recorded once a's outcome was decided -- all the approvals
+\* it needs in, or a decline.  So a needing none takes no decision at all.
+DecidedOnce ==
+    \A a \in Approvals : \A i \in 1..Len(decisions[a]) :
+        LET before == {decisions[a][j] : j \in 1..(i - 1)} IN
+        /\ \A d \in before : d.who # decisions[a][i].who /\ d.yes
+        /\ Cardinality(before) < envelope[a].need
+
 Safe ==
     /\ TypeOK
     /\ AtMostOnce
@@ -516,6 +656,10 @@ Safe ==
     /\ NoOutcomeWithoutEffect
     /\ NoEffectReportedNotDone
     /\ DoubtOnlyAfterCrashOrLease
+    /\ NoRedeemWithoutApproval
+    /\ OnlyAuthorizedDecide
+    /\ NoSelfDecision
+    /\ DecidedOnce
 
 (* Liveness. *)
 

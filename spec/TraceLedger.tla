@@ -109,11 +109,11 @@ Silent ==
           /\ Forget(StoreOf(ev.replica), ev.id)
        \/ /\ now < ev.t
           /\ PassTime(ev.t)
-          /\ UNCHANGED <<deployment, envelope, answer, req, effects, cancelled, spent, replies>>
+          /\ UNCHANGED <<deployment, envelope, answer, req, effects, cancelled, spent, replies, decisions>>
 
 (* The step of Ledger that produced event ev. *)
 Matches ==
-    \/ ev.action = "Issue" /\ ev.result = "ok" /\ Issue(ev.replica, ev.id)
+    \/ ev.action = "Issue" /\ ev.result = "ok" /\ Issue(ev.replica, ev.id, 0, None)
     \/ ev.action = "Issue" /\ ev.result = "full" /\ UNCHANGED vars
     \/ ev.action = "Redeem" /\ ev.result = "ok" /\ Redeem(ev.id, ev.replica, ev.id)
     \/ ev.action = "Cancel" /\ ev.result = "ok" /\ Cancel(ev.id, ev.replica, ev.id)

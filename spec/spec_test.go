@@ -3,6 +3,7 @@ package spec
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -200,7 +201,10 @@ func checkOutcome(out []byte, c config) error {
 
 // TestConfigsDeclareOutcome checks that the success configurations and the
 // negative controls exist and declare what the project relies on: each
-// broken design (Flaw) is refuted by the invariant that guards against it.
+// broken design (Flaw) is refuted by the invariant that guards against it
+// -- redeem (check-then-act, replay, blind complete) and out-of-band
+// approval (self-approval, a second decision, redemption before approval,
+// an unlisted approver) alike.
 func TestConfigsDeclareOutcome(t *testing.T) {
 	cs, err := configs(os.DirFS("."))
 	if err != nil {
@@ -216,6 +220,14 @@ func TestConfigsDeclareOutcome(t *testing.T) {
 		"LedgerRace":  {config{wantExit: 12, wantLine: "Error: Invariant AtMostOnce is violated."}, "check-then-act"},
 		"LedgerRerun": {config{wantExit: 12, wantLine: "Error: Invariant ReplayEqualsRecord is violated."}, "replay-reruns"},
 		"LedgerBlind": {config{wantExit: 12, wantLine: "Error: Invariant ReplayEqualsRecord is violated."}, "blind-complete"},
+
+		"LedgerApprove":          {config{wantExit: 0, wantLine: pass}, "none"},
+		"LedgerFourEyes":         {config{wantExit: 0, wantLine: pass}, "none"},
+		"LedgerApproveReach":     {config{wantExit: 12, wantLine: "Error: Invariant NoOutOfBandRedeem is violated."}, "none"},
+		"LedgerSelfApproval":     {config{wantExit: 12, wantLine: "Error: Invariant NoSelfDecision is violated."}, "self-approval"},
+		"LedgerDecideTwice":      {config{wantExit: 12, wantLine: "Error: Invariant DecidedOnce is violated."}, "decide-twice"},
+		"LedgerRedeemUnapproved": {config{wantExit: 12, wantLine: "Error: Invariant NoRedeemWithoutApproval is violated."}, "redeem-unapproved"},
+		"LedgerUnlisted":         {config{wantExit: 12, wantLine: "Error: Invariant OnlyAuthorizedDecide is violated."}, "unlisted-approver"},
 	}
 	for _, c := range cs {
 		t.Logf("%s.cfg: exit %d, %q", c.name, c.wantExit, c.wantLine)
@@ -360,7 +372,8 @@ func beforeDeadline(t *testing.T) (context.Context, context.CancelFunc) {
 }
 
 // TestTLC runs TLC on every configuration when $TLA2TOOLS_JAR names
-// tla2tools.jar, and checks the declared outcome; for the configurations
+// tla2tools.jar ($TLC_WORKERS workers, default one per core), and checks
+// the declared outcome; for the configurations
 // that must pass it also checks that the state counts recorded in tlc/ are
 // reproduced. Without TLC it is skipped: TestCheckedSpecMatchesRecordedHashes
 // is then the check that matters.
@@ -382,8 +395,9 @@ func TestTLC(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, cancel := beforeDeadline(t)
 			defer cancel()
+			workers := cmp.Or(os.Getenv("TLC_WORKERS"), "auto")
 			cmd := exec.CommandContext(ctx, "java", "-XX:+UseParallelGC", "-cp", jar, "tlc2.TLC",
-				"-workers", "auto", "-noGenerateSpecTE", "-metadir", t.TempDir(),
+				"-workers", workers, "-noGenerateSpecTE", "-metadir", t.TempDir(),
 				"-config", c.name+".cfg", rootModule)
 			out, err := cmd.CombinedOutput()
 			if ctx.Err() != nil {

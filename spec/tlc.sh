@@ -13,6 +13,8 @@
 # failing result is never recorded as checked.
 #
 # Usage: TLA2TOOLS_JAR=/opt/tla/tla2tools.jar spec/tlc.sh [name...]
+# TLC_WORKERS sets TLC's -workers (default auto: one per core); on a
+# shared machine, TLC_WORKERS=1 nice spec/tlc.sh.
 set -euo pipefail
 
 : "${TLA2TOOLS_JAR:?set TLA2TOOLS_JAR to the path of tla2tools.jar}"
@@ -47,7 +49,7 @@ for name in "${names[@]}"; do
 	rm -f "tlc/$name.sha256"
 	set +e
 	java -XX:+UseParallelGC -cp "$TLA2TOOLS_JAR" tlc2.TLC \
-		-workers auto -noGenerateSpecTE -metadir "$meta/$name" \
+		-workers "${TLC_WORKERS:-auto}" -noGenerateSpecTE -metadir "$meta/$name" \
 		-config "$cfg" "$root" >"tlc/$name.out" 2>&1
 	got_exit=$?
 	set -e

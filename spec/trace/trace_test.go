@@ -352,6 +352,9 @@ func module(evs []event, start time.Time, deployment string, bound int) (tla, cf
     TTL = %d
     Lease = %d
     Grace = %d
+    Approvers = {}
+    Authorized = {}
+    Quorums = {0}
     Flaw = "none"
 INIT TraceInit
 NEXT TraceNext
