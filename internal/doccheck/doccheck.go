@@ -161,6 +161,44 @@ func Load(root string) (*Module, error) {
 // (functions, and types such as a benchmark driver's), sorted.
 func (m *Module) Funcs() []string { return slices.Clone(m.funcs) }
 
+// Unlisted returns the packages under each of dirs (directories relative
+// to the root, holding Go files other than tests) that the Markdown file
+// doc does not name as a code span of their path (`impl/ledger`), sorted:
+// a layout table that must list every package.
+func (m *Module) Unlisted(doc string, dirs ...string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(m.root, filepath.FromSlash(doc)))
+	if err != nil {
+		return nil, err
+	}
+	named := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		_, code := splitSpans(line)
+		for _, c := range code {
+			named[c] = true
+		}
+	}
+	pkgs := map[string]bool{}
+	for _, g := range m.gos {
+		dir := path.Dir(g)
+		if strings.HasSuffix(g, "_test.go") || slices.Contains(strings.Split(dir, "/"), "testdata") {
+			continue
+		}
+		for _, d := range dirs {
+			if dir == d || strings.HasPrefix(dir, d+"/") {
+				pkgs[dir] = true
+			}
+		}
+	}
+	var out []string
+	for p := range pkgs {
+		if !named[p] {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // Docs returns the Markdown files found, relative to the root.
 func (m *Module) Docs() []string { return slices.Clone(m.docs) }
 

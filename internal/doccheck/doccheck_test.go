@@ -97,3 +97,36 @@ func TestSlug(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeLayoutNamesEveryPackage: the README's layout names every
+// package under impl/ and internal/, so a newcomer finds each one's
+// reason; TestLayoutCatchesUnlistedPackage is its control.
+func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
+	m, err := doccheck.Load("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := m.Unlisted("README.md", "impl", "internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range missing {
+		t.Errorf("README.md's layout does not name the package %s", p)
+	}
+}
+
+// TestLayoutCatchesUnlistedPackage: in the fixture module, whose README
+// names pkg but not pkg/sub, exactly pkg/sub is unlisted.
+func TestLayoutCatchesUnlistedPackage(t *testing.T) {
+	m, err := doccheck.Load("testdata/module")
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := m.Unlisted("README.md", "pkg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"pkg/sub"}; !slices.Equal(missing, want) {
+		t.Fatalf("unlisted = %v, want %v", missing, want)
+	}
+}

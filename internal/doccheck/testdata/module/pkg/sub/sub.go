@@ -1,0 +1,2 @@
+// Package sub is a package the fixture README does not list.
+package sub
