@@ -181,15 +181,24 @@ func (a *authFlags) middleware(ctx context.Context, httpAddr string, log *slog.L
 // token: where it is, never the token itself (stderr may go to a log
 // others read).
 func (a *authFlags) instructions(httpAddr, path string) {
-	where := "http://" + httpAddr
+	where, url, eg := "http://"+httpAddr, shellQuote("http://"+httpAddr), "e.g."
 	if _, port, err := net.SplitHostPort(httpAddr); err == nil && port == "0" {
-		where = "the address logged below"
+		where, url, eg = "the address logged below", `"$URL"`, "e.g., with URL set to that address,"
 	}
 	fmt.Fprintf(a.out, `mcp-confirm: HTTP requires a bearer token, generated at this start and written to
     %s
   (readable by you alone; removed when the server stops). Connect to %s with the header
     Authorization: Bearer <the file's contents>
-  e.g. curl -H "Authorization: Bearer $(cat %s)" ...
+  %s
+    curl -sS %s -H "Authorization: Bearer $(cat %s)" -H 'Content-Type: application/json' \
+      -H 'Accept: application/json, text/event-stream' \
+      -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'
   For lasting tokens use --auth-tokens FILE, for an identity provider --auth-issuer URL.
-`, path, where, path)
+`, path, where, eg, url, shellQuote(path))
+}
+
+// shellQuote quotes s for a POSIX shell, so that the command printed runs
+// as it is whatever the path holds.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
