@@ -142,7 +142,8 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return &mcp.StreamableClientTransport{Endpoint: c.upstreamURL}, nil
 		}
 		// A fresh process per connection: the proxy opens one at start-up
-		// and one per older-era downstream session (see package proxy).
+		// and one per older-era downstream session whose client declared
+		// elicitation, sampling or roots (see package proxy).
 		cmd := exec.Command(c.command[0], c.command[1:]...)
 		cmd.Stderr = stderr
 		return &mcp.CommandTransport{Command: cmd}, nil

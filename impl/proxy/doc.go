@@ -80,12 +80,15 @@
 //
 // Options.Connect is called once at start-up (the policy is checked
 // against the tools the upstream lists then) and once more for each
-// downstream session of an older protocol era, which gets an upstream
-// connection of its own so that the upstream's elicitation, sampling and
-// roots requests reach exactly that client; 2026-07-28 requests share the
-// first. At most Options.MaxSessions such sessions hold one at once. The
-// relay's package doc says how connections are shared, closed and opened
-// again.
+// downstream session of an older protocol era whose client declared
+// elicitation, sampling or roots, which gets an upstream connection of its
+// own so that the upstream's requests of those kinds reach exactly that
+// client. 2026-07-28 requests and older-era clients that declared none of
+// them share the first. At most Options.MaxSessions sessions hold a
+// connection of their own at once. The relay's package doc says how
+// connections are shared, closed and opened again. Sharing a connection
+// changes nothing of the gate: each call is decided on its own state,
+// principal and session.
 //
 // # Policy format
 //

@@ -30,8 +30,8 @@ type Options struct {
 	confirm.Setup
 	// Connect returns a new transport to the upstream each time it is
 	// called: the proxy opens one connection at start-up and one more per
-	// downstream session of the older protocol era (see Connections in the
-	// package doc). For a command, return a fresh mcp.CommandTransport; for
+	// downstream session of the older protocol era whose client declared
+	// elicitation, sampling or roots (see Connections in the package doc). For a command, return a fresh mcp.CommandTransport; for
 	// a URL, a fresh mcp.StreamableClientTransport.
 	Connect func(ctx context.Context) (mcp.Transport, error)
 	// UpstreamProtocol is the protocol version the proxy asks the upstream

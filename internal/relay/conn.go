@@ -20,14 +20,15 @@ const metaPrefix = "io.modelcontextprotocol/"
 // A conn is one client connection to the upstream; it is the [Upstream]
 // of the requests it serves.
 //
-// The shared conn serves every request that arrives in the 2026-07-28 era:
-// such clients cannot receive server-initiated requests, so it declares no
-// elicitation, sampling or roots capability (an upstream on that era asks
-// through input_required results instead, which the relay passes on
-// in-band). A downstream session of the older era gets a conn of its own
-// when it initializes, declaring what that client declared, so that the
-// upstream's elicitation, sampling and roots requests reach exactly that
-// client.
+// The shared conn serves every request that arrives in the 2026-07-28 era
+// and every older-era session whose client declared no elicitation,
+// sampling or roots capability: none of these clients can receive such
+// server-initiated requests, so it declares none of them (an upstream on
+// the 2026-07-28 era asks through input_required results instead, which
+// the relay passes on in-band). A downstream session of the older era whose
+// client declared one gets a conn of its own when it initializes,
+// declaring what that client declared, so that the upstream's elicitation,
+// sampling and roots requests reach exactly that client.
 type conn struct {
 	r      *Relay
 	cs     *mcp.ClientSession

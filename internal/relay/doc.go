@@ -1,7 +1,8 @@
 // Package relay forwards MCP between downstream clients and one upstream
 // server that nobody here wrote: a go-sdk server for the clients
 // ([Relay.Server]) and go-sdk client connections to the upstream, one
-// shared and one per older-era session.
+// shared and one per older-era session whose client can answer the
+// upstream's own requests.
 //
 // It knows nothing of confirmations. Whoever assembles it (package proxy,
 // the gate) decides each tools/call round ([Options.CallTool], which
@@ -29,13 +30,16 @@
 //     requests reach only the older-era client whose connection they came
 //     on, on the stream of a call that client is waiting on; progress
 //     reaches only the caller, under its own token (the relay rewrites
-//     tokens so that clients' choices never collide upstream); a resource
+//     tokens so that clients' choices never collide upstream), and a
+//     result only its caller, also when sessions share a connection; log
+//     messages on the shared connection reach no one; a resource
 //     subscription shared on one connection is sent upstream once,
 //     outlives a subscriber that leaves and ends upstream when the last
 //     one leaves (go-sdk tells of a 2026-07-28 client's leaving with a
 //     cancelled context; the unsubscribe is sent regardless).
 //     TestProxyRelaysUpstreamQuestion,
-//     TestRelayNotificationsAndSampling, TestRelaySubscriptionsShared.
+//     TestRelayNotificationsAndSampling, TestRelaySharedConnectionIsolation,
+//     TestRelaySubscriptionsShared.
 //   - Both eras. A 2026-07-28 client gets every tools/call, prompts/get and
 //     resources/read result marked with its resultType, which go-sdk writes
 //     only for its own handlers; an older-era client gets an
@@ -76,7 +80,8 @@
 //   - No security decision of its own: every tools/call goes to
 //     Options.CallTool, or upstream unchanged when that is nil.
 //   - Progress is relayed best effort, for progressGrace after the call
-//     returns; log messages reach older-era clients only.
+//     returns; log messages reach only older-era clients that hold a
+//     connection of their own.
 //   - An older-era upstream's server-initiated request on the shared
 //     connection (one a 2026-07-28 client cannot receive) is refused, and
 //     the call that caused it fails.
@@ -89,13 +94,17 @@
 // # Connections
 //
 // [New] opens one upstream connection. Requests of the 2026-07-28 era —
-// whose clients cannot receive server-initiated requests — share it; it
-// declares no elicitation, sampling or roots capability, and an upstream of
-// that era asks through input_required results, which are relayed in-band.
-// Each downstream session of an older era gets a connection of its own
-// when it initializes (for a command upstream, a process of its own),
-// declaring the capabilities that client declared, so the upstream's
-// elicitation, sampling and roots requests reach exactly that client; it
-// closes when the session ends. An initialize beyond Options.MaxSessions
-// such sessions is refused until one ends.
+// whose clients cannot receive server-initiated requests — share it, and so
+// do the sessions of older-era clients that declared no elicitation,
+// sampling or roots capability; it declares none of them, and an upstream
+// of the 2026-07-28 era asks through input_required results, which are
+// relayed in-band to the call's own client. A session of an older era
+// whose client declared one of them gets a connection of its own when it
+// initializes (for a command upstream, a process of its own), declaring
+// those capabilities, so the upstream's elicitation, sampling and roots
+// requests reach exactly that client; it closes when the session ends. An
+// initialize beyond Options.MaxSessions such sessions is refused until one
+// ends. A session on the shared connection releases the resource
+// subscriptions it still holds when it ends
+// (TestRelaySharedSessionReleasesSubscriptions).
 package relay

@@ -27,9 +27,12 @@ func (r *Relay) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		case "logging/setLevel":
 			// The downstream server filters what it relays by this level;
-			// the upstream learns it too, so it need not send the rest.
+			// a connection of the session's own tells the upstream too, so
+			// it need not send the rest. (On the shared connection, one
+			// session's level would be every session's, and log messages
+			// are not relayed there.)
 			//lint:ignore SA1019 logging (deprecated by SEP-2577) is still relayed to older-era clients
-			if c, params := r.conn(ss), req.GetParams().(*mcp.SetLoggingLevelParams); !c.modern() {
+			if c, params := r.conn(ss), req.GetParams().(*mcp.SetLoggingLevelParams); c.down != nil && !c.modern() {
 				//lint:ignore SA1019 logging (deprecated by SEP-2577) is still relayed to older-era clients
 				if err := c.cs.SetLoggingLevel(ctx, params); err != nil {
 					return nil, upstreamError(err)

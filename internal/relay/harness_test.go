@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type upstream struct {
 	subscribed   atomic.Int32 // resources/subscribe calls received
 	unsubscribed atomic.Int32 // resources/unsubscribe calls received
 	sampled      atomic.Int32 // calls of the sample tool received
+	connections  atomic.Int32 // connections the relay opened
 }
 
 func newUpstream(t testing.TB, era string) *upstream {
@@ -79,6 +81,26 @@ func newUpstream(t testing.TB, era string) *upstream {
 		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "upstream", Data: "a log line"})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
+	// mark reports progress, logs and answers in the caller's own words
+	// (its argument who), pausing between, so that calls of two clients
+	// interleave on one connection.
+	u.server.AddTool(&mcp.Tool{Name: "mark", InputSchema: empty}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args struct {
+			Who string `json:"who"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+			return nil, err
+		}
+		for i := 1; i <= 3; i++ {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3, Message: args.Who})
+			}
+			//lint:ignore SA1019 the test upstream logs, as older-era servers still do (SEP-2577 deprecates logging)
+			req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "upstream", Data: "log of " + args.Who})
+			time.Sleep(time.Millisecond)
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "result for " + args.Who}}}, nil
+	})
 	u.server.AddTool(&mcp.Tool{Name: "sample", InputSchema: empty}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		u.sampled.Add(1)
 		//lint:ignore SA1019 the test upstream samples, as older-era servers still do (SEP-2577 deprecates sampling)
@@ -98,6 +120,7 @@ func (u *upstream) connect(ctx context.Context) (mcp.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
+	u.connections.Add(1)
 	u.t.Cleanup(func() { ss.Close() })
 	return ct, nil
 }

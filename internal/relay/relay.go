@@ -74,10 +74,13 @@ type Relay struct {
 	upstream *mcp.InitializeResult // what the upstream said when New connected
 
 	redial   sync.Mutex      // one reconnection at a time
-	mu       sync.Mutex      // guards server (until New returns), early, shared, sessions, attached, closing and progress
+	mu       sync.Mutex      // guards server (until New returns), early, shared, sessions, joined, attached, closing and progress
 	early    map[string]bool // list changes announced before the server existed
 	shared   *conn
 	sessions map[*mcp.ServerSession]*conn
+	// joined holds the older-era sessions on the shared connection, with
+	// the resource subscriptions each holds there (URI → count).
+	joined   map[*mcp.ServerSession]map[string]int
 	attached int  // sessions holding (or dialling) a connection of their own
 	closing  bool // Close was called: connect no more
 	progress map[string]progressRoute
@@ -102,6 +105,7 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		sessions: map[*mcp.ServerSession]*conn{},
+		joined:   map[*mcp.ServerSession]map[string]int{},
 		progress: map[string]progressRoute{},
 	}
 	shared, err := r.dial(ctx, nil, nil)
@@ -196,9 +200,14 @@ func (r *Relay) newServer() *mcp.Server {
 	}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		sopts.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error {
-			return r.conn(req.Session).subscribe(ctx, req.Params)
+			if err := r.conn(req.Session).subscribe(ctx, req.Params); err != nil {
+				return err
+			}
+			r.held(req.Session, req.Params.URI, 1)
+			return nil
 		}
 		sopts.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+			r.held(req.Session, req.Params.URI, -1)
 			return r.conn(req.Session).unsubscribe(ctx, req.Params)
 		}
 	}

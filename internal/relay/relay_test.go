@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 	"github.com/mcp-confirm/mcp-confirm/internal/relay"
 )
@@ -391,5 +392,147 @@ func TestRelayUnknownMethod(t *testing.T) {
 	var werr *jsonrpc.Error
 	if !errors.As(r.Error, &werr) || werr.Code != jsonrpc.CodeMethodNotFound {
 		t.Fatalf("vendor/unknown answered %+v, want method not found", r)
+	}
+}
+
+// Older-era clients that declare no elicitation, sampling or roots
+// capability share the upstream connection, and what the upstream sends
+// for one of them never reaches the other: two such clients over HTTP,
+// using the same progress token, call a tool at once, many times over; each
+// gets only its own progress and its own results, and neither gets the
+// upstream's log messages, which name no session. A client that declares
+// a capability (the negative control) gets a connection of its own.
+func TestRelaySharedConnectionIsolation(t *testing.T) {
+	u := newUpstream(t, eraLegacy)
+	e := newEnv(t, u)
+	h, err := serve.NewHTTP(e.relay.Server(), serve.HTTPOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		mu       sync.Mutex
+		progress []string
+		logs     []string
+	}
+	clients := map[string]*mcp.ClientSession{}
+	saw := map[string]*seen{}
+	for _, who := range []string{"alice", "bob"} {
+		s := &seen{}
+		saw[who] = s
+		clients[who] = mcptest.Connect(t, e.relay.Server(), h, mcptest.ClientOptions{Era: eraLegacy, Transport: mcptest.HTTP, Client: &mcp.ClientOptions{
+			Capabilities: &mcp.ClientCapabilities{},
+			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				s.mu.Lock()
+				s.progress = append(s.progress, fmt.Sprintf("%v:%s", req.Params.ProgressToken, req.Params.Message))
+				s.mu.Unlock()
+			},
+			//lint:ignore SA1019 the test client would receive relayed log messages (SEP-2577 deprecates logging)
+			LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+				s.mu.Lock()
+				s.logs = append(s.logs, fmt.Sprint(req.Params.Data))
+				s.mu.Unlock()
+			},
+		}})
+		//lint:ignore SA1019 the test client asks for the log messages it must not get (SEP-2577 deprecates logging)
+		if err := clients[who].SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := u.connections.Load(); n != 1 {
+		t.Fatalf("two clients without capabilities opened %d upstream connections, want the shared one only", n)
+	}
+	const calls = 20
+	var wg sync.WaitGroup
+	for who, cs := range clients {
+		for range calls {
+			wg.Go(func() {
+				params := &mcp.CallToolParams{Name: "mark", Arguments: map[string]any{"who": who}}
+				params.SetProgressToken("same-token")
+				res, err := cs.CallTool(context.Background(), params)
+				if err != nil || res.IsError || mcptest.Text(res) != "result for "+who {
+					t.Errorf("%s got err=%v res=%s", who, err, mcptest.Describe(res))
+				}
+			})
+		}
+	}
+	wg.Wait()
+	// Progress is relayed best effort (one that arrives after its call's
+	// stream closed is lost): wait for all of it, or for a while, then a
+	// little more for any stray.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		done := true
+		for _, s := range saw {
+			s.mu.Lock()
+			done = done && len(s.progress) >= 3*calls
+			s.mu.Unlock()
+		}
+		if done || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	for who, s := range saw {
+		s.mu.Lock()
+		if len(s.progress) == 0 || len(s.progress) > 3*calls {
+			t.Errorf("%s got %d progress notifications, want 1 to %d: %v", who, len(s.progress), 3*calls, s.progress)
+		}
+		t.Logf("%s got %d of its %d progress notifications", who, len(s.progress), 3*calls)
+		for _, p := range s.progress {
+			if p != "same-token:"+who {
+				t.Errorf("%s got progress %q, not its own", who, p)
+			}
+		}
+		if len(s.logs) != 0 {
+			t.Errorf("%s got the shared connection's log messages: %v", who, s.logs)
+		}
+		s.mu.Unlock()
+	}
+	if n := u.connections.Load(); n != 1 {
+		t.Fatalf("the calls opened %d upstream connections, want the shared one only", n)
+	}
+
+	// The control: a client that can answer the upstream's questions gets
+	// a connection of its own.
+	own := mcptest.Connect(t, e.relay.Server(), h, mcptest.ClientOptions{Era: eraLegacy, Transport: mcptest.HTTP, Answer: mcptest.Accept(),
+		Client: &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}})
+	res, err := own.CallTool(context.Background(), &mcp.CallToolParams{Name: "mark", Arguments: map[string]any{"who": "carol"}})
+	wantResult(t, res, err, "result for carol")
+	if n := u.connections.Load(); n != 2 {
+		t.Fatalf("a client that declared elicitation left %d upstream connections, want 2 (its own)", n)
+	}
+}
+
+// An older-era session on the shared connection that ends while subscribed
+// releases its subscription upstream; another session's stays.
+func TestRelaySharedSessionReleasesSubscriptions(t *testing.T) {
+	u := newUpstream(t, eraLegacy)
+	e := newEnv(t, u)
+	ctx := context.Background()
+	const uri = "file:///hello.txt"
+	capless := mcptest.ClientOptions{Era: eraLegacy, Client: &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}}
+	stays := e.connect(capless)
+	leaves := e.connect(capless)
+	for _, cs := range []*mcp.ClientSession{stays, leaves} {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, m := u.subscribed.Load(), u.connections.Load(); n != 1 || m != 1 {
+		t.Fatalf("two subscriptions on the shared connection: %d subscribes upstream on %d connections, want 1 on 1", n, m)
+	}
+	leaves.Close()
+	time.Sleep(200 * time.Millisecond)
+	if n := u.unsubscribed.Load(); n != 0 {
+		t.Fatalf("a session leaving ended the subscription another still holds (%d unsubscribes)", n)
+	}
+	stays.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for u.unsubscribed.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the last subscriber left and the upstream got %d unsubscribes, want 1\n%s", u.unsubscribed.Load(), e.log.String())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,10 +61,28 @@ func (r *Relay) dedicated(ss *mcp.ServerSession) *conn {
 	return r.sessions[ss]
 }
 
+// asks reports whether a client that declared caps can answer any of the
+// upstream's server-initiated requests the relay passes on (elicitation,
+// sampling, roots).
+func asks(caps *mcp.ClientCapabilities) bool {
+	c := relayed(caps)
+	//lint:ignore SA1019 sampling and roots (deprecated by SEP-2577) are still relayed to the older-era client that declared them
+	return c.Elicitation != nil || c.Sampling != nil || c.RootsV2 != nil
+}
+
 // attach dials a connection of ss's own when it initializes, and closes it
-// when ss ends.
+// when ss ends; a session whose client can answer no server-initiated
+// request joins the shared connection instead.
 func (r *Relay) attach(ctx context.Context, ss *mcp.ServerSession, params *mcp.InitializeParams) error {
 	if ss == nil || r.dedicated(ss) != nil {
+		return nil
+	}
+	var caps *mcp.ClientCapabilities
+	if params != nil {
+		caps = params.Capabilities
+	}
+	if !asks(caps) {
+		r.join(ss)
 		return nil
 	}
 	// Each such session holds an upstream connection (for a command, a
@@ -77,10 +96,6 @@ func (r *Relay) attach(ctx context.Context, ss *mcp.ServerSession, params *mcp.I
 	}
 	r.attached++
 	r.mu.Unlock()
-	var caps *mcp.ClientCapabilities
-	if params != nil {
-		caps = params.Capabilities
-	}
 	c, err := r.dial(context.WithoutCancel(ctx), ss, caps)
 	if err != nil {
 		r.mu.Lock()
@@ -105,4 +120,55 @@ func (r *Relay) attach(ctx context.Context, ss *mcp.ServerSession, params *mcp.I
 		}
 	}()
 	return nil
+}
+
+// join puts ss on the shared connection. Nothing the upstream sends there
+// unasked reaches ss but what every session may see (list changes) or what
+// it asked for itself (progress under its own rewritten token, updates of
+// resources it subscribed to); the upstream's log messages, which name no
+// session, are not relayed. When ss ends, the subscriptions it left behind
+// are released.
+func (r *Relay) join(ss *mcp.ServerSession) {
+	r.mu.Lock()
+	if _, ok := r.joined[ss]; ok {
+		r.mu.Unlock()
+		return
+	}
+	r.joined[ss] = map[string]int{}
+	r.mu.Unlock()
+	go func() {
+		ss.Wait()
+		r.mu.Lock()
+		left := r.joined[ss]
+		delete(r.joined, ss)
+		c := r.shared
+		r.mu.Unlock()
+		if len(left) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		for uri, n := range left {
+			for range n {
+				if err := c.unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+					r.log.Debug("relay: a departed session's subscription was not released upstream", "uri", uri, "err", err)
+				}
+			}
+		}
+	}()
+}
+
+// releaseTimeout bounds releasing a departed session's subscriptions.
+const releaseTimeout = 10 * time.Second
+
+// held records that ss, on the shared connection, holds n more (or fewer)
+// subscriptions to uri.
+func (r *Relay) held(ss *mcp.ServerSession, uri string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if subs, ok := r.joined[ss]; ok {
+		if subs[uri] += n; subs[uri] <= 0 {
+			delete(subs, uri)
+		}
+	}
 }
