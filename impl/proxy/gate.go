@@ -39,6 +39,9 @@ func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallTo
 	// Denied by name: refused before anything else, whatever the call
 	// carries (a denied tool must not become reachable through a state).
 	if p.policy.Hidden(name) {
+		if p.policy.outsideNamingRule(name) {
+			return refusal("The tool %s is not available through this proxy: its name is outside MCP's naming rule (1 to 128 ASCII letters, digits, _ - .) and the policy does not name it exactly. Nothing was done.", showValue(name, nameWidth)), nil
+		}
 		return refusal("The tool %s is not available through this proxy. Nothing was done.", showValue(name, nameWidth)), nil
 	}
 	switch {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -53,18 +53,38 @@ const maxTemplateLen = 300
 // denied. The zero value asks for every tool. A Policy is immutable once
 // parsed and safe for concurrent use.
 //
-// Rules are globs on the tool name ([path.Match] syntax: * ? [a-z] and \
-// escapes; tool names have no '/'). When several lists match a name, the
-// most restrictive wins: deny, then ask, then allow. A tool no rule names is
-// asked, or denied with default = "deny"; it is allowed without a question
-// only if the operator set allow_read_only_hint and the upstream marks the
-// tool readOnlyHint (and not destructiveHint), because the specification
-// tells clients to treat annotations from untrusted servers as untrusted.
+// Rules are globs matched against the whole tool name, case-sensitively,
+// one character being one Unicode code point:
+//
+//	pattern  matches
+//	*        any run of characters, the empty one included, '/' and '.' too
+//	?        any one character
+//	[abc]    one of the characters listed; [a-z] a range; [^a-z] any other
+//	\x       the character x itself (\* \? \[ \\ \- \] …)
+//
+// Every other character stands for itself. Unlike [path.Match], '/' is an
+// ordinary character: "github/*" matches "github/a/b", and "*delete*"
+// matches "github/delete_repo".
+//
+// When several lists match a name, the most restrictive wins: deny, then
+// ask, then allow. A tool no rule names is asked, or denied with default =
+// "deny"; it is allowed without a question only if the operator set
+// allow_read_only_hint and the upstream marks the tool readOnlyHint (and
+// not destructiveHint), because the specification tells clients to treat
+// annotations from untrusted servers as untrusted.
+//
+// A name outside MCP's naming rule — 1 to 128 characters, each an ASCII
+// letter, digit, '_', '-' or '.' — is denied (hidden and refused) unless a
+// list names it exactly, with a pattern that has no * ? or [: such a
+// name (a look-alike letter, an invisible character, a space, a '/') can
+// slip past globs written for the names the operator saw. Named exactly,
+// it is decided as any other name, the most restrictive matching list
+// winning.
 type Policy struct {
 	name              string
 	deflt             Action
 	allowReadOnlyHint bool
-	allow, ask, deny  []string
+	allow, ask, deny  []glob
 	questions         map[string]template
 }
 
@@ -133,22 +153,26 @@ func ParsePolicy(r io.Reader) (*Policy, error) {
 	for _, l := range []struct {
 		key  string
 		in   []string
-		into *[]string
+		into *[]glob
 	}{{"allow", f.Allow, &p.allow}, {"ask", f.Ask, &p.ask}, {"deny", f.Deny, &p.deny}} {
 		for i, g := range l.in {
 			if g == "" {
 				return nil, fmt.Errorf("%w: %s[%d] is empty", ErrPolicy, l.key, i)
 			}
-			if _, err := path.Match(g, ""); err != nil {
+			c, err := compileGlob(g)
+			if err != nil {
 				return nil, fmt.Errorf("%w: %s[%d] = %q: bad glob: %v", ErrPolicy, l.key, i, g, err)
 			}
-			*l.into = append(*l.into, g)
+			*l.into = append(*l.into, c)
 		}
 	}
 	for _, tool := range slices.Sorted(mapKeys(f.Questions)) {
 		t, err := parseTemplate(f.Questions[tool])
 		if err != nil {
 			return nil, fmt.Errorf("%w: questions.%s: %v", ErrPolicy, tool, err)
+		}
+		if p.outsideNamingRule(tool) {
+			return nil, fmt.Errorf("%w: questions.%s: the name is outside MCP's naming rule, so the tool is denied unless allow or ask names it exactly", ErrPolicy, tool)
 		}
 		if p.Decide(tool, nil) == Deny {
 			return nil, fmt.Errorf("%w: questions.%s: the tool is denied, so it is never asked", ErrPolicy, tool)
@@ -181,6 +205,11 @@ func (p *Policy) Name() string {
 // upstream's current definition of it, or nil when unknown; only its
 // annotations are read, and only with allow_read_only_hint.
 func (p *Policy) Decide(name string, def *mcp.Tool) Action {
+	// A look-alike or invisible character, a space or a '/' can carry a
+	// name past globs written for the names the operator saw.
+	if p.outsideNamingRule(name) {
+		return Deny
+	}
 	if p == nil {
 		return Ask
 	}
@@ -212,13 +241,158 @@ func readOnly(def *mcp.Tool) bool {
 	return d == nil || !*d
 }
 
-func matchAny(globs []string, name string) bool {
+func matchAny(globs []glob, name string) bool {
 	for _, g := range globs {
-		if ok, _ := path.Match(g, name); ok { // patterns were validated
+		if g.re.MatchString(name) {
 			return true
 		}
 	}
 	return false
+}
+
+// maxToolName is the longest name MCP's naming rule allows, in characters.
+const maxToolName = 128
+
+// followsNamingRule reports whether name follows MCP's tool naming rule
+// (specification 2025-11-25, SEP-986): 1 to 128 characters, each an ASCII
+// letter, digit, '_', '-' or '.'.
+func followsNamingRule(name string) bool {
+	if name == "" || len(name) > maxToolName {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c == '-' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// outsideNamingRule reports whether name is denied for breaking MCP's
+// naming rule: it does, and no list names it exactly.
+func (p *Policy) outsideNamingRule(name string) bool {
+	if followsNamingRule(name) {
+		return false
+	}
+	if p == nil {
+		return true
+	}
+	for _, l := range [][]glob{p.allow, p.ask, p.deny} {
+		for _, g := range l {
+			if g.literal && g.exact == name {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// A glob is one compiled policy pattern (see [Policy] for the syntax).
+type glob struct {
+	re      *regexp.Regexp // the whole name; RE2 matches in linear time
+	literal bool           // no * ? or [: it matches exact alone
+	exact   string
+}
+
+// compileGlob translates a pattern into an anchored regular expression.
+// Its class syntax is path.Match's: [^…], ranges lo-hi with lo <= hi, and
+// - ] \ escaped inside a class.
+func compileGlob(g string) (glob, error) {
+	if !utf8.ValidString(g) {
+		return glob{}, errors.New("not valid UTF-8")
+	}
+	rs := []rune(g)
+	var (
+		re    strings.Builder
+		exact strings.Builder
+	)
+	literal := true
+	re.WriteString(`\A(?s:`)
+	for i := 0; i < len(rs); i++ {
+		switch c := rs[i]; c {
+		case '*':
+			literal = false
+			re.WriteString(`.*`)
+		case '?':
+			literal = false
+			re.WriteString(`.`)
+		case '\\':
+			i++
+			if i == len(rs) {
+				return glob{}, errors.New("\\ at the end escapes nothing")
+			}
+			re.WriteString(regexp.QuoteMeta(string(rs[i])))
+			exact.WriteRune(rs[i])
+		case '[':
+			literal = false
+			n, err := compileClass(rs[i+1:], &re)
+			if err != nil {
+				return glob{}, err
+			}
+			i += n
+		default:
+			re.WriteString(regexp.QuoteMeta(string(c)))
+			exact.WriteRune(c)
+		}
+	}
+	re.WriteString(`)\z`)
+	compiled, err := regexp.Compile(re.String())
+	if err != nil {
+		return glob{}, err
+	}
+	return glob{re: compiled, literal: literal, exact: exact.String()}, nil
+}
+
+// compileClass translates the class whose text follows its '[' in rs and
+// returns how many runes it took, its ']' included.
+func compileClass(rs []rune, re *strings.Builder) (int, error) {
+	i := 0
+	re.WriteByte('[')
+	if i < len(rs) && rs[i] == '^' {
+		re.WriteByte('^')
+		i++
+	}
+	// char reads one class character, escaped or not.
+	char := func() (rune, error) {
+		if i == len(rs) {
+			return 0, errors.New("[ without its ]")
+		}
+		c := rs[i]
+		switch c {
+		case '-', ']':
+			return 0, fmt.Errorf("%q in a class must be escaped", c)
+		case '\\':
+			i++
+			if i == len(rs) {
+				return 0, errors.New("[ without its ]")
+			}
+			c = rs[i]
+		}
+		i++
+		return c, nil
+	}
+	for n := 0; ; n++ {
+		if i < len(rs) && rs[i] == ']' && n > 0 {
+			re.WriteByte(']')
+			return i + 1, nil
+		}
+		lo, err := char()
+		if err != nil {
+			return 0, err
+		}
+		hi := lo
+		if i < len(rs) && rs[i] == '-' {
+			i++
+			if hi, err = char(); err != nil {
+				return 0, err
+			}
+			if lo > hi {
+				return 0, fmt.Errorf("range %c-%c is reversed", lo, hi)
+			}
+		}
+		fmt.Fprintf(re, `\x{%x}-\x{%x}`, lo, hi)
+	}
 }
 
 // Check reports policy templates that name arguments the upstream's current
