@@ -119,3 +119,22 @@ func TestFrontDefaults(t *testing.T) {
 		}
 	}
 }
+
+// The heap floor is on by default and off when the operator tunes the
+// collector through the environment.
+func TestHeapFloor(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{nil, heapFloorBytes},
+		{map[string]string{"GOGC": "200"}, 0},
+		{map[string]string{"GOGC": "off"}, 0},
+		{map[string]string{"GOMEMLIMIT": "1GiB"}, 0},
+		{map[string]string{"GODEBUG": "gctrace=1"}, heapFloorBytes},
+	} {
+		if got := len(heapFloor(func(k string) string { return tt.env[k] })); got != tt.want {
+			t.Errorf("env %v: floor of %d bytes, want %d", tt.env, got, tt.want)
+		}
+	}
+}

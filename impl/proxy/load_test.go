@@ -42,6 +42,8 @@ type loadTarget struct {
 	lat      []time.Duration // latencies of the calls measured
 	calls    int
 	busy     time.Duration // the measured phases' total length
+	cpu      time.Duration // CPU time its process tree spent in them
+	shared   bool          // another target runs the same process (as)
 }
 
 // A loadSession is one client of a target: an older-era session (its id and
@@ -277,6 +279,13 @@ func (t *loadTarget) phase(c int, d time.Duration, measured bool) error {
 		errs []error
 		lat  []time.Duration
 	)
+	var cpu0 time.Duration
+	if measured && !t.shared {
+		var err error
+		if cpu0, err = processTreeCPU(t.cmd.Process.Pid); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	deadline := start.Add(d)
 	for _, s := range sessions {
@@ -306,11 +315,18 @@ func (t *loadTarget) phase(c int, d time.Duration, measured bool) error {
 		t.lat = append(t.lat, lat...)
 		t.calls += len(lat)
 		t.busy += took
+		if !t.shared {
+			cpu1, err := processTreeCPU(t.cmd.Process.Pid)
+			if err != nil {
+				return err
+			}
+			t.cpu += cpu1 - cpu0
+		}
 	}
 	return nil
 }
 
-func (t *loadTarget) reset() { t.lat, t.calls, t.busy = nil, 0, 0 }
+func (t *loadTarget) reset() { t.lat, t.calls, t.busy, t.cpu = nil, 0, 0, 0 }
 
 // p50 is the median latency of the calls measured.
 func (t *loadTarget) p50() time.Duration {
@@ -330,18 +346,61 @@ func (t *loadTarget) throughput() float64 {
 	return float64(t.calls) / t.busy.Seconds()
 }
 
+// processTreeCPU is the CPU time (user and system) that root and its
+// descendants have used, from /proc/PID/stat, at the kernel's 100 Hz.
+func processTreeCPU(root int) (time.Duration, error) {
+	var ticks int
+	err := walkTree(root, func(pid int) error {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return err
+		}
+		// After the command name: state ppid pgrp session tty_nr tpgid
+		// flags minflt cminflt majflt cmajflt utime stime.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			return fmt.Errorf("/proc/%d/stat: %q", pid, b)
+		}
+		u, _ := strconv.Atoi(f[11])
+		s, _ := strconv.Atoi(f[12])
+		ticks += u + s
+		return nil
+	})
+	return time.Duration(ticks) * 10 * time.Millisecond, err
+}
+
 // treeMB is the resident memory of the target's process and all its
 // descendants (its upstream processes), in MB.
 func (t *loadTarget) treeMB() (float64, error) {
 	return processTreeMB(t.cmd.Process.Pid)
 }
 
-// processTreeMB sums VmRSS over root and its descendants, found by their
-// parent in /proc/PID/stat.
+// processTreeMB sums VmRSS over root and its descendants.
 func processTreeMB(root int) (float64, error) {
+	var kb int
+	err := walkTree(root, func(pid int) error {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			return err
+		}
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+				kb += n
+			}
+		}
+		return nil
+	})
+	return float64(kb) / 1024, err
+}
+
+// walkTree calls visit for root and each of its descendants, found by
+// their parent in /proc/PID/stat. An error of root's visit is returned; a
+// descendant that is gone by its visit is skipped.
+func walkTree(root int, visit func(pid int) error) error {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, err
+		return err
 	}
 	children := map[int][]int{}
 	for _, e := range entries {
@@ -362,26 +421,15 @@ func processTreeMB(root int) (float64, error) {
 		ppid, _ := strconv.Atoi(f[1])
 		children[ppid] = append(children[ppid], pid)
 	}
-	var kb int
 	queue := []int{root}
 	for len(queue) > 0 {
 		pid := queue[0]
 		queue = append(queue[1:], children[pid]...)
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			if pid == root {
-				return 0, err
-			}
-			continue
-		}
-		for line := range strings.SplitSeq(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				n, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-				kb += n
-			}
+		if err := visit(pid); err != nil && pid == root {
+			return err
 		}
 	}
-	return float64(kb) / 1024, nil
+	return nil
 }
 
 // loadRun measures targets at each concurrency, one sub-benchmark each: per
@@ -415,6 +463,9 @@ func loadRun(b *testing.B, targets []*loadTarget, against []string, extra func(b
 			for _, t := range targets {
 				b.ReportMetric(float64(t.p50().Microseconds()), t.name+"-p50-µs")
 				b.ReportMetric(t.throughput(), t.name+"-calls/s")
+				if !t.shared && t.calls > 0 {
+					b.ReportMetric(float64(t.cpu.Microseconds())/float64(t.calls), t.name+"-cpu-µs/call")
+				}
 			}
 			for _, name := range against {
 				t := by[name]
@@ -427,6 +478,9 @@ func loadRun(b *testing.B, targets []*loadTarget, against []string, extra func(b
 			if c == 1 || c == 32 {
 				trees[c] = map[string]float64{}
 				for _, t := range targets {
+					if t.shared {
+						continue
+					}
 					mb, err := t.treeMB()
 					if err != nil {
 						b.Fatal(err)
@@ -491,5 +545,5 @@ func startRole(tb testing.TB, name, role string) *loadTarget {
 
 // as returns a second target on t's server, with clients of era.
 func (t *loadTarget) as(name, era string) *loadTarget {
-	return &loadTarget{name: name, url: t.url, era: era, cmd: t.cmd, log: t.log}
+	return &loadTarget{name: name, url: t.url, era: era, cmd: t.cmd, log: t.log, shared: true}
 }
