@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,7 +25,7 @@ const maxRounds = 10
 // go-sdk's own shim, which sits inside the relay's middleware, never
 // runs.) Clients of the 2026-07-28 era get the input_required result and
 // retry themselves.
-func rounds(ctx context.Context, ss *mcp.ServerSession, req mcp.Request, call func(context.Context, mcp.Request) (mcp.Result, error)) (mcp.Result, error) {
+func (r *Relay) rounds(ctx context.Context, ss *mcp.ServerSession, req mcp.Request, call func(context.Context, mcp.Request) (mcp.Result, error)) (mcp.Result, error) {
 	for round := 1; ; round++ {
 		res, err := call(ctx, req)
 		if err != nil {
@@ -32,7 +33,7 @@ func rounds(ctx context.Context, ss *mcp.ServerSession, req mcp.Request, call fu
 		}
 		reqs, state := inputOf(res)
 		if modernSession(ss) {
-			return markResultType(res, reqs != nil), nil
+			return r.marks.mark(res, reqs != nil), nil
 		}
 		if reqs == nil {
 			return res, nil
@@ -51,34 +52,59 @@ func rounds(ctx context.Context, ss *mcp.ServerSession, req mcp.Request, call fu
 	}
 }
 
-// markResultType returns a copy of res carrying its result type,
-// input_required or complete, as go-sdk marks the results of its own
-// handlers for clients of the 2026-07-28 era (which require it). The mark
-// is unexported and only decoding sets it; the relay answers these methods
-// itself, so it decodes a shell with the mark and copies every field in.
-func markResultType(res mcp.Result, inputRequired bool) mcp.Result {
-	shell := []byte(`{"resultType":"complete"}`)
+// marks holds results decoded once, at New, from {"resultType":"complete"}
+// (index 0) and {"resultType":"input_required"} (index 1): go-sdk writes the
+// result type of a 2026-07-28 result only for its own handlers, the field
+// is unexported and only decoding sets it, and a copy of a decoded value
+// keeps it. (Decoding a shell per result cost a 32 KiB go-sdk decode
+// buffer each time.)
+type marks struct {
+	call   [2]mcp.CallToolResult
+	prompt [2]mcp.GetPromptResult
+	read   [2]mcp.ReadResourceResult
+}
+
+func newMarks() (*marks, error) {
+	m := &marks{}
+	for i, shell := range []string{`{"resultType":"complete"}`, `{"resultType":"input_required"}`} {
+		if err := errors.Join(
+			json.Unmarshal([]byte(shell), &m.call[i]),
+			json.Unmarshal([]byte(shell), &m.prompt[i]),
+			json.Unmarshal([]byte(shell), &m.read[i]),
+		); err != nil {
+			return nil, fmt.Errorf("relay: decoding the result type marks: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// mark returns a copy of res carrying its result type, input_required or
+// complete, as go-sdk marks the results of its own handlers for clients of
+// the 2026-07-28 era (which require it); the relay answers these methods
+// itself.
+func (m *marks) mark(res mcp.Result, inputRequired bool) mcp.Result {
+	i := 0
 	if inputRequired {
-		shell = []byte(`{"resultType":"input_required"}`)
+		i = 1
 	}
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
-		var out mcp.CallToolResult
-		if r != nil && json.Unmarshal(shell, &out) == nil {
+		if r != nil {
+			out := m.call[i]
 			out.Meta, out.Content, out.StructuredContent, out.IsError = r.Meta, r.Content, r.StructuredContent, r.IsError
 			out.InputRequests, out.RequestState = r.InputRequests, r.RequestState
 			return &out
 		}
 	case *mcp.GetPromptResult:
-		var out mcp.GetPromptResult
-		if r != nil && json.Unmarshal(shell, &out) == nil {
+		if r != nil {
+			out := m.prompt[i]
 			out.Meta, out.Description, out.Messages = r.Meta, r.Description, r.Messages
 			out.InputRequests, out.RequestState = r.InputRequests, r.RequestState
 			return &out
 		}
 	case *mcp.ReadResourceResult:
-		var out mcp.ReadResourceResult
-		if r != nil && json.Unmarshal(shell, &out) == nil {
+		if r != nil {
+			out := m.read[i]
 			out.Meta, out.Cacheable, out.Contents = r.Meta, r.Cacheable, r.Contents
 			out.InputRequests, out.RequestState = r.InputRequests, r.RequestState
 			return &out

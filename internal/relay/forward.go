@@ -83,7 +83,7 @@ func (r *Relay) forward(ctx context.Context, c *conn, ss *mcp.ServerSession, met
 		}
 		return &out, nil
 	case *mcp.CallToolRequest:
-		return rounds(ctx, ss, req, func(ctx context.Context, req mcp.Request) (mcp.Result, error) {
+		return r.rounds(ctx, ss, req, func(ctx context.Context, req mcp.Request) (mcp.Result, error) {
 			return r.callTool(ctx, c, req.(*mcp.CallToolRequest))
 		})
 	case *mcp.ListPromptsRequest:
@@ -97,7 +97,7 @@ func (r *Relay) forward(ctx context.Context, c *conn, ss *mcp.ServerSession, met
 		}
 		return res, err
 	case *mcp.GetPromptRequest:
-		return rounds(ctx, ss, req, func(ctx context.Context, req mcp.Request) (mcp.Result, error) {
+		return r.rounds(ctx, ss, req, func(ctx context.Context, req mcp.Request) (mcp.Result, error) {
 			q := req.(*mcp.GetPromptRequest)
 			meta, done := r.withProgress(ctx, ss, c.forwardMeta(q.Params.Meta))
 			defer done()
@@ -130,7 +130,7 @@ func (r *Relay) forward(ctx context.Context, c *conn, ss *mcp.ServerSession, met
 		}
 		return res, err
 	case *mcp.ReadResourceRequest:
-		return rounds(ctx, ss, req, func(ctx context.Context, req mcp.Request) (mcp.Result, error) {
+		return r.rounds(ctx, ss, req, func(ctx context.Context, req mcp.Request) (mcp.Result, error) {
 			q := req.(*mcp.ReadResourceRequest)
 			meta, done := r.withProgress(ctx, ss, c.forwardMeta(q.Params.Meta))
 			defer done()

@@ -72,6 +72,7 @@ type Relay struct {
 	log      *slog.Logger
 	server   *mcp.Server
 	upstream *mcp.InitializeResult // what the upstream said when New connected
+	marks    *marks
 
 	redial   sync.Mutex      // one reconnection at a time
 	mu       sync.Mutex      // guards server (until New returns), early, shared, sessions, joined, attached, closing and progress
@@ -101,9 +102,14 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	marks, err := newMarks()
+	if err != nil {
+		return nil, err
+	}
 	r := &Relay{
 		opts:     opts,
 		log:      opts.Logger,
+		marks:    marks,
 		sessions: map[*mcp.ServerSession]*conn{},
 		joined:   map[*mcp.ServerSession]map[string]int{},
 		progress: map[string]progressRoute{},
