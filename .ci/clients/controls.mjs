@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 const controls = [];
-for (const script of ['ts-sdk-v1.mjs', 'ts-client-v2.mjs']) {
+for (const script of ['ts-sdk-v1.mjs', 'ts-client-v2.mjs', 'mcpdo.mjs']) {
   const legacyStdio = script === 'ts-sdk-v1.mjs' ? '2025-11-25 stdio' : 'legacy stdio';
   controls.push(
     { script, mode: 'liar', cases: [`${legacyStdio} accept`], want: 'still exists after the approved deletion' },

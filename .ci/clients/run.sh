@@ -3,6 +3,7 @@
 # installed from npm at the exact versions in package-lock.json:
 #   ts-client-v2.mjs   @modelcontextprotocol/client (both eras, stdio + HTTP)
 #   ts-sdk-v1.mjs      @modelcontextprotocol/sdk v1 (older era, stdio + HTTP)
+#   mcpdo.mjs          MCP Inspector's mcpdo CLI (both eras, stdio + HTTP)
 #   one-address.mjs    all of them on one --http address at once
 #   proxy-filesystem.mjs  @modelcontextprotocol/client through `mcp-confirm proxy`
 #                      in front of @modelcontextprotocol/server-filesystem
@@ -70,6 +71,7 @@ run_script() {
 
 run_script ts-client-v2.mjs 300
 run_script ts-sdk-v1.mjs 120
+run_script mcpdo.mjs 300
 run_script one-address.mjs 60
 run_script proxy-filesystem.mjs 420
 run_script conformance.mjs 330
