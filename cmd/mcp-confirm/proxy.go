@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,7 +25,8 @@ import (
 // proxyConfig is the parsed command line of the proxy subcommand.
 type proxyConfig struct {
 	command     []string // the upstream command and its arguments
-	version     bool     // --version: print it and exit
+	upstreamEnv upstreamEnvFlag
+	version     bool // --version: print it and exit
 	upstreamURL string
 	policy      string
 	maxUpstream int
@@ -54,6 +57,7 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	fs := flag.NewFlagSet("mcp-confirm proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.upstreamURL, "upstream", "", "connect to an upstream MCP server over streamable HTTP at this URL, instead of starting COMMAND")
+	fs.Var(&c.upstreamEnv, "upstream-env", "`NAME` or NAME=VALUE: pass the proxy's variable NAME, or set NAME to VALUE, in the upstream command's environment\n(repeatable). The command gets only these and "+strings.Join(inheritedDescription(), ", ")+";\nthe proxy's own "+reservedEnvPrefix+"* variables never")
 	fs.StringVar(&c.policy, "policy", "", "TOML policy: name (the upstream's name in questions), allow/ask/deny lists of tool globs, default,\nallow_read_only_hint, [questions] templates. Without it, every tool is asked")
 	fs.IntVar(&c.maxUpstream, "max-upstream-sessions", proxy.DefaultMaxSessions, "how many older-era client sessions may hold an upstream connection of their own at once\n(for a command upstream, a process each); an initialize beyond it is refused")
 	fs.DurationVar(&c.lease, "lease", ledger.DefaultLease, "how long an approved call may take upstream before its outcome is recorded;\na slower call still answers, but its retries are told it may or may not have happened")
@@ -78,6 +82,8 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 		return c, errors.New("no upstream: give -- COMMAND [ARGS...] or --upstream URL")
 	case c.upstreamURL != "" && len(c.command) > 0:
 		return c, fmt.Errorf("both --upstream and a command (%q) given; choose one", c.command[0])
+	case c.upstreamURL != "" && len(c.upstreamEnv) > 0:
+		return c, errors.New("--upstream-env applies to an upstream COMMAND, not --upstream URL")
 	case c.upstreamURL != "":
 		u, err := url.Parse(c.upstreamURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -137,6 +143,10 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer shared.close()
 
+	env, unset := upstreamEnv(os.Environ(), runtime.GOOS, c.upstreamEnv)
+	for _, name := range unset {
+		log.Warn("--upstream-env names a variable the proxy's environment does not hold; not passed", "name", name)
+	}
 	connect := func(context.Context) (mcp.Transport, error) {
 		if c.upstreamURL != "" {
 			return &mcp.StreamableClientTransport{Endpoint: c.upstreamURL}, nil
@@ -145,6 +155,9 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// and one per older-era downstream session whose client declared
 		// elicitation, sampling or roots (see package proxy).
 		cmd := exec.Command(c.command[0], c.command[1:]...)
+		// Never nil: a nil Env inherits the proxy's whole environment,
+		// $MCP_CONFIRM_LEDGER and its password included.
+		cmd.Env = append([]string{}, env...)
 		cmd.Stderr = stderr
 		return &mcp.CommandTransport{Command: cmd}, nil
 	}

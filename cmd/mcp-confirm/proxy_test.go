@@ -38,6 +38,10 @@ func TestProxyFlags(t *testing.T) {
 		{"no upstream sessions", []string{"--max-upstream-sessions", "0", "--", "true"}, 2, "must be positive"},
 		{"empty name", []string{"--name", "", "--", "true"}, 2, "--name"},
 		{"upstream that is not an MCP server", []string{"--", "true"}, 1, "upstream unavailable"},
+		{"the ledger passed to the upstream", []string{"--upstream-env", "MCP_CONFIRM_LEDGER", "--", "true"}, 2, "never passed to the upstream"},
+		{"a proxy variable set for the upstream", []string{"--upstream-env", "mcp_confirm_x=1", "--", "true"}, 2, "never passed to the upstream"},
+		{"an upstream variable without a name", []string{"--upstream-env", "=1", "--", "true"}, 2, "want NAME or NAME=VALUE"},
+		{"upstream variables for a URL", []string{"--upstream-env", "A=1", "--upstream", "http://127.0.0.1:1/"}, 2, "applies to an upstream COMMAND"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -235,4 +237,116 @@ func httpClient(t *testing.T, url, token, era string, answer *mcptest.Answerer) 
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// TestProxyUpstreamEnvironment: the upstream command the proxy starts gets
+// a minimal environment, not the proxy's: the inherited variables (PATH,
+// HOME, the locale, TZ, …) and what --upstream-env passes or sets, never
+// $MCP_CONFIRM_LEDGER (here a PostgreSQL URL with a password the proxy
+// really uses) nor any other variable of the proxy's, nor a shell
+// function export. The helper upstream reports its own environment, in
+// both eras (an older-era session's upstream is a process of its own).
+func TestProxyUpstreamEnvironment(t *testing.T) {
+	pg := os.Getenv("MCP_CONFIRM_POSTGRES_URL")
+	if pg == "" {
+		t.Skip("set MCP_CONFIRM_POSTGRES_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable): the proxy's ledger URL carries the password the upstream must not see")
+	}
+	u, err := url.Parse(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Trust authentication ignores the password; the proxy still holds it.
+	const password = "ledger-password-0f3c9a"
+	u.User = url.UserPassword(u.User.Username(), password)
+	home := t.TempDir()
+	proxyEnv := []string{
+		"PATH=/usr/bin:/bin",
+		"HOME=" + home,
+		"LANG=C.UTF-8",
+		"LC_MESSAGES=fr_FR.UTF-8",
+		"TZ=Europe/Paris",
+		"TMPDIR=" + home,
+		"USER=tester",
+		"MCP_CONFIRM_LEDGER=" + u.String(),
+		"MCP_CONFIRM_OTHER=proxy-only",
+		"GITHUB_TOKEN=ghp_passed_by_name",
+		"AWS_SECRET_ACCESS_KEY=not-for-the-upstream",
+		"TERM=() { :; }; echo shellshock",
+		"API_MODE=from-the-proxy",
+	}
+	for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
+		t.Run(era, func(t *testing.T) {
+			h := newHelper(t)
+			answer := mcptest.Accept()
+			stderr := &mcptest.SyncBuffer{}
+			args := append([]string{"proxy", "--name", "env-" + strconv.FormatInt(time.Now().UnixNano(), 36), "--allow-ledger-rollback",
+				"--upstream-env", "GITHUB_TOKEN", "--upstream-env", "API_MODE=set-by-flag", "--upstream-env", "NOT_SET_ANYWHERE", "--"}, h.argv(t)...)
+			cmd := exec.Command(binary(t), args...)
+			cmd.Env = proxyEnv
+			cmd.Stderr = stderr
+			client := mcp.NewClient(&mcp.Implementation{Name: "env-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: answer.Handle})
+			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatalf("connect: %v; stderr:\n%s", err, stderr.String())
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "env", Arguments: map[string]any{}})
+			if err != nil || res.IsError {
+				t.Fatalf("env: err=%v res=%s; stderr:\n%s", err, mcptest.Describe(res), stderr.String())
+			}
+			got := strings.Split(mcptest.Text(res), "\n")
+			slices.Sort(got)
+			want := []string{
+				"API_MODE=set-by-flag",
+				"GITHUB_TOKEN=ghp_passed_by_name",
+				"HOME=" + home,
+				"LANG=C.UTF-8",
+				"LC_MESSAGES=fr_FR.UTF-8",
+				"PATH=/usr/bin:/bin",
+				"TMPDIR=" + home,
+				"TZ=Europe/Paris",
+				"USER=tester",
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("the upstream's environment:\n%s\nwant exactly:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if strings.Contains(mcptest.Text(res), password) || strings.Contains(stderr.String(), password) {
+				t.Fatal("the ledger's password reached the upstream or the log")
+			}
+			if !strings.Contains(stderr.String(), "name=NOT_SET_ANYWHERE") {
+				t.Fatalf("no warning for the variable the proxy does not hold; stderr:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// The environment an upstream command gets, as a function of the proxy's
+// and the flags, on Linux and Windows (where names are case-insensitive).
+func TestUpstreamEnv(t *testing.T) {
+	for _, tt := range []struct {
+		name          string
+		goos          string
+		environ, pass []string
+		want, unset   []string
+	}{
+		{"inherited only", "linux",
+			[]string{"PATH=/bin", "HOME=/h", "SECRET=x", "MCP_CONFIRM_LEDGER=redis://:pw@h/0", "LC_ALL=C", "LCX=no", "path=lower"}, nil,
+			[]string{"PATH=/bin", "HOME=/h", "LC_ALL=C"}, nil},
+		{"shell function exports dropped", "linux", []string{"TERM=() { :; }; id", "SHELL=/bin/sh"}, nil, []string{"SHELL=/bin/sh"}, nil},
+		{"passed by name, set, replaced", "linux",
+			[]string{"PATH=/bin", "TOKEN=t", "EMPTY="}, []string{"TOKEN", "EMPTY", "PATH=/opt/bin", "X=1", "X=2", "MISSING"},
+			[]string{"PATH=/opt/bin", "TOKEN=t", "EMPTY=", "X=2"}, []string{"MISSING"}},
+		{"a passed function export is the operator's choice", "linux", []string{"F=() { :; }"}, []string{"F"}, []string{"F=() { :; }"}, nil},
+		{"nothing", "linux", []string{"SECRET=x"}, nil, nil, nil},
+		{"windows", "windows",
+			[]string{"Path=C:\\bin", "SystemRoot=C:\\Windows", "TEMP=C:\\t", "HOME=C:\\h", "Secret=x", "token=t"}, []string{"TOKEN", "PATH=D:\\bin"},
+			[]string{"PATH=D:\\bin", "SystemRoot=C:\\Windows", "TEMP=C:\\t", "TOKEN=t"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			env, unset := upstreamEnv(tt.environ, tt.goos, tt.pass)
+			if !slices.Equal(env, tt.want) || !slices.Equal(unset, tt.unset) {
+				t.Fatalf("upstreamEnv = %q, unset %q; want %q, unset %q", env, unset, tt.want, tt.unset)
+			}
+		})
+	}
 }
