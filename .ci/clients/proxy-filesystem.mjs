@@ -117,7 +117,7 @@ for (const era of [MRTR, LEGACY]) {
         want(!fs.existsSync(f) && read(g) === 'edited line\n', 'move_file did not move new.txt to moved.txt');
 
         want(ans.asked.length === 3, `asked ${ans.asked.length} times, want 3 (write, edit, move)`);
-        wantProxyQuestion(ans.asked[0], 'write_file', '- «content»: «first line\\n»', 'new.txt');
+        wantProxyQuestion(ans.asked[0], 'write_file', '- «content»: string «first line\\n»', 'new.txt');
         wantProxyQuestion(ans.asked[1], 'edit_file', 'oldText', 'newText');
         wantProxyQuestion(ans.asked[2], 'move_file', 'moved.txt');
 

@@ -5,7 +5,9 @@
 // escape grammar; [Value] truncates that line in the middle and delimits it for
 // embedding in a question; [Path] does the same for a slash-separated path,
 // isolating each component so that right-to-left names cannot reorder it;
-// [Unquote] inverts Quote; [Warnings] adds optional notes.
+// [JSON] shows any JSON value with every type told apart, strings quoted as
+// Value quotes them and nothing else between guillemets; [Unquote] inverts
+// Quote; [Warnings] adds optional notes.
 //
 // # Escape grammar
 //
@@ -93,6 +95,13 @@
 //   - Path draws the components of a path left to right in their logical order,
 //     whatever their direction (checked with GNU FriBidi); untruncated, it is
 //     one-to-one, and every raw slash in it is a separator.
+//   - JSON shows a string as Value does and every other JSON value raw in one
+//     left-to-right isolate, each string inside it quoted and isolated: two
+//     JSON values (members in the same order) render alike only if they are
+//     equal, or if a rendering was cut, which its one … marks
+//     (TestJSONDistinctValuesShownApart reads renderings back to the value).
+//     It refuses what readers would not all read as written: a duplicated
+//     key, a lone surrogate, bytes that are not UTF-8.
 //
 // # Non-guarantees
 //
@@ -111,6 +120,11 @@
 //     ⸖ (DOTTED RIGHT-POINTING ANGLE).
 //   - A truncated Value is not one-to-one: names that share head and tail show
 //     the same. Bind the confirmation to the exact value, not to its display.
+//     The same holds for a truncated JSON, whose cut may join the head of one
+//     string to the tail of another.
+//   - JSON shows object members in the order given (canonicalize first to
+//     show equal objects alike), and a string inside an array or object as
+//     Value does, never component by component as Path does.
 //   - The output is plain text. It is not escaped for HTML, Markdown or a
 //     terminal's own syntax; that is the renderer's job.
 //   - Inside one component, or one Value, the bidi algorithm still orders

@@ -20,14 +20,17 @@
 // # What it guarantees
 //
 //   - The question is the proxy's. It names the upstream (as the operator
-//     named it in the policy), the tool, and every argument as a key and a
-//     value, each through package prompt: escaped visibly, one line each,
-//     isolated for bidi, cut in the middle when long, with the value's size
-//     and a short SHA-256 when cut. No text from the upstream — tool
-//     descriptions, titles, schemas, server name, instructions — goes into
-//     it. Arguments it could not show as the upstream will read them (bytes
-//     that are not UTF-8, lone surrogates, anything but an object) are
-//     refused before asking.
+//     named it in the policy), the tool, and every argument as a key, its
+//     value's JSON type and the value, each through package prompt: escaped
+//     visibly, one line each, isolated for bidi, cut in the middle when
+//     long, with the value's size and a short SHA-256 when cut. Only
+//     strings stand between « and » (prompt.JSON): false reads
+//     "boolean false", "false" reads "string «false»", and an array or
+//     object shows its structure (TestProxyStringAndLiteralShownApart). No
+//     text from the upstream — tool descriptions, titles, schemas, server
+//     name, instructions — goes into it. Arguments it could not show as the
+//     upstream will read them (bytes that are not UTF-8, lone surrogates,
+//     anything but an object) are refused before asking, saying where.
 //   - Binding. The sealed requestState binds the tool, the digest of the
 //     exact canonical arguments, the principal, the audience and the
 //     fingerprint of the upstream's tool definition ([Fingerprint]: name,

@@ -191,7 +191,7 @@ func TestProxyFilesystemServer(t *testing.T) {
 					t.Errorf("question %d is not the proxy's for %s:\n%s", i, want, q[i])
 				}
 			}
-			if !strings.Contains(visible(q[0]), "- «content»: «first line\\n»") {
+			if !strings.Contains(visible(q[0]), "- «content»: string «first line\\n»") {
 				t.Errorf("the write question does not show the content escaped:\n%s", q[0])
 			}
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 )
@@ -34,15 +33,13 @@ type argument struct {
 // splitArguments splits canonical arguments (requeststate.CanonicalArguments)
 // into their members, in canonical (sorted) order. It refuses what a
 // question could not show as the upstream will read it: anything but an
-// object, more than maxArguments members, bytes that are not UTF-8 and lone
-// UTF-16 surrogates (encoding/json and most upstreams read both as U+FFFD,
-// which is not what the bytes say).
+// object, more than maxArguments members, and every value prompt.JSON
+// refuses to show (bytes that are not UTF-8 and lone UTF-16 surrogates,
+// which encoding/json and most upstreams read as U+FFFD, which is not what
+// the bytes say), saying where.
 func splitArguments(canon []byte) ([]argument, error) {
-	if !utf8.Valid(canon) {
-		return nil, fmt.Errorf("%w: they hold bytes that are not UTF-8", errArguments)
-	}
-	if loneSurrogate(canon) {
-		return nil, fmt.Errorf("%w: they hold a lone UTF-16 surrogate escape", errArguments)
+	if err := prompt.CheckJSON(canon); err != nil {
+		return nil, fmt.Errorf("%w: %s", errArguments, strings.TrimPrefix(err.Error(), prompt.ErrJSON.Error()+": "))
 	}
 	dec := json.NewDecoder(bytes.NewReader(canon))
 	dec.UseNumber()
@@ -68,30 +65,37 @@ func splitArguments(canon []byte) ([]argument, error) {
 	return args, nil
 }
 
-// loneSurrogate reports whether canonical JSON holds a \uDxxx escape. The
-// canonical form writes \u only for control characters (\u00xx) and lone
-// surrogates, and writes a literal backslash as \\.
-func loneSurrogate(canon []byte) bool {
-	for i := 0; i+1 < len(canon); i++ {
-		if canon[i] != '\\' {
-			continue
-		}
-		if canon[i+1] == 'u' && i+2 < len(canon) && (canon[i+2] == 'd' || canon[i+2] == 'D') {
-			return true
-		}
-		i++ // skip the escaped character, so \\u is a backslash and a u
+// kind names the JSON type of an argument's value, as the question says it.
+func (a argument) kind() string {
+	switch a.raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
 	}
-	return false
+	return "number"
 }
 
-// text returns what the upstream will read: a string's decoded text, or any
-// other value's canonical JSON.
-func (a argument) text() string {
+// show returns the argument's value as the question shows it, every JSON
+// type told apart (prompt.JSON): a string between « and » (an absolute
+// path component by component), any other value raw and typed by its
+// syntax, never between guillemets. A value too long to show whole is cut
+// in the middle and followed by its size and a short digest; prompt's
+// warnings follow.
+func (a argument) show(width int) string {
 	var s string
-	if len(a.raw) > 0 && a.raw[0] == '"' && json.Unmarshal(a.raw, &s) == nil {
-		return s
+	if a.raw[0] == '"' && json.Unmarshal(a.raw, &s) == nil {
+		return showValue(s, width)
 	}
-	return string(a.raw)
+	// splitArguments checked that prompt.JSON shows every value.
+	v, _ := prompt.JSON(a.raw, prompt.Options{MaxWidth: width})
+	return withNotes(v, []byte(a.raw), prompt.JSONWarnings(a.raw))
 }
 
 // showValue returns s as a delimited, escaped value — an absolute path
@@ -110,10 +114,16 @@ func showValue(s string, width int) string {
 	} else {
 		v, notes = prompt.Value(s, prompt.Options{MaxWidth: width}), prompt.Warnings(s)
 	}
+	return withNotes(v, []byte(s), notes)
+}
+
+// withNotes returns the shown value v of the bytes b, followed, if v was
+// cut, by the size and a short digest of b, and by the notes.
+func withNotes(v string, b []byte, notes []prompt.Warning) string {
 	// Quote escapes every … of the value: a raw one only ever marks a cut.
 	if strings.Contains(v, "…") {
-		sum := sha256.Sum256([]byte(s))
-		v += fmt.Sprintf(" (shortened: %d bytes, sha256 %x)", len(s), sum[:6])
+		sum := sha256.Sum256(b)
+		v += fmt.Sprintf(" (shortened: %d bytes, sha256 %x)", len(b), sum[:6])
 	}
 	for _, n := range notes {
 		v += " (note: " + string(n) + ")"
@@ -139,7 +149,7 @@ func question(upstream, tool string, args []argument, t template) string {
 				b.WriteString("(no " + part.text + ")")
 				continue
 			}
-			b.WriteString(showValue(args[i].text(), valueWidth))
+			b.WriteString(args[i].show(valueWidth))
 		}
 		b.WriteString("\n")
 	}
@@ -153,7 +163,13 @@ func question(upstream, tool string, args []argument, t template) string {
 		fmt.Fprintf(&b, " with exactly these %d arguments?", len(args))
 	}
 	for _, a := range args {
-		fmt.Fprintf(&b, "\n- %s: %s", showValue(a.key, keyWidth), showValue(a.text(), valueWidth))
+		// The type before the value: false and «false» differ at sight,
+		// and the type is never cut.
+		if k := a.kind(); k == "null" {
+			fmt.Fprintf(&b, "\n- %s: null", showValue(a.key, keyWidth))
+		} else {
+			fmt.Fprintf(&b, "\n- %s: %s %s", showValue(a.key, keyWidth), k, a.show(valueWidth))
+		}
 	}
 	return b.String()
 }

@@ -1,0 +1,566 @@
+package prompt
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// ErrJSON reports JSON that [JSON] will not show: text that is not one JSON
+// value, or a value that readers would not all read as it is written.
+var ErrJSON = errors.New("prompt: JSON value cannot be shown exactly")
+
+// maxJSONDepth bounds the nesting of arrays and objects JSON accepts (the
+// depth package requeststate accepts in arguments).
+const maxJSONDepth = 128
+
+// The isolate that keeps a JSON value other than a string left to right
+// whatever surrounds it: without it, the brackets, commas and a number's
+// sign are neutral or weak characters that a right-to-left neighbour
+// reorders ("-5" drawn as "5-").
+const (
+	openLiteral  = "\u2066" // LEFT-TO-RIGHT ISOLATE
+	closeLiteral = "\u2069" // POP DIRECTIONAL ISOLATE
+)
+
+// JSON returns the JSON value raw ready to embed in a question, every JSON
+// type told apart at sight:
+//
+//   - a string between « and », escaped and isolated as [Value] shows it
+//     (for a string, JSON returns exactly Value's result);
+//   - a number, true, false and null as their literal text, raw, never
+//     between guillemets: false and «false», 5 and «5», null and «null»
+//     differ;
+//   - an array as [v, v], an object as {«key»: v, «key»: v}, members in
+//     the order given, every string inside it, key or value, between « and
+//     » in its own FIRST STRONG ISOLATE ... POP DIRECTIONAL ISOLATE pair:
+//     ["a"] shows as [«a»], the string "[\"a\"]" as «["a"]».
+//
+// Anything but a string is wrapped in one LEFT-TO-RIGHT ISOLATE (U+2066)
+// ... POP DIRECTIONAL ISOLATE pair, so that a right-to-left neighbour
+// cannot reorder its brackets, commas or sign. The result is one line.
+//
+// Untruncated, JSON is one-to-one on JSON values written with their
+// members in the same order: Quote escapes « », the isolates and their
+// look-alikes inside every string, so the brackets, commas, colons and
+// literals outside the guillemets are the value's own structure, and each
+// string is Unquote's input. When the result would be wider than
+// opts.MaxWidth columns (the guillemets, brackets and separators
+// counted), the middle is cut as Value cuts a value: one … marks the cut
+// (the only raw … the result can hold), the tail keeps about two thirds of
+// the room, and the cut never falls inside an escape, a grapheme cluster
+// or an isolate (a string cut keeps its pair around what remains of it).
+// A truncated result is not one-to-one.
+//
+// JSON refuses, with an error wrapping [ErrJSON] that says where: text
+// that is not exactly one JSON value (RFC 8259); nesting deeper than 128;
+// an object that names a key twice (readers disagree on which one counts);
+// a string that holds bytes that are not UTF-8 or a lone UTF-16 surrogate
+// escape (most readers turn both into U+FFFD, which is not what was sent).
+// Keys in the error are escaped as Value escapes them.
+func JSON(raw []byte, opts Options) (string, error) {
+	maxWidth := opts.MaxWidth
+	if maxWidth <= 0 {
+		maxWidth = DefaultMaxWidth
+	}
+	p := jsonParser{in: raw, render: true}
+	if err := p.document(); err != nil {
+		return "", err
+	}
+	if len(p.pieces) == 1 && p.pieces[0].str {
+		return openQuote + truncate(p.pieces[0].text, maxWidth) + closeQuote, nil
+	}
+	return openLiteral + renderJSON(p.pieces, maxWidth) + closeLiteral, nil
+}
+
+// CheckJSON returns the error [JSON] would return for raw, without
+// rendering it: nil exactly when JSON shows raw.
+func CheckJSON(raw []byte) error {
+	p := jsonParser{in: raw}
+	return p.document()
+}
+
+// JSONWarnings returns the [Warnings] of every string in the JSON value
+// raw, keys included, each warning once, Hidden before MixedScripts; nil
+// when there are none or raw is not a value [JSON] shows.
+func JSONWarnings(raw []byte) []Warning {
+	p := jsonParser{in: raw, keepText: true}
+	if p.document() != nil {
+		return nil
+	}
+	h, m := false, false
+	for _, s := range p.texts {
+		h = h || hidden(s)
+		m = m || mixedScripts(s) || lonelyLookalike(s)
+	}
+	var ws []Warning
+	if h {
+		ws = append(ws, Hidden)
+	}
+	if m {
+		ws = append(ws, MixedScripts)
+	}
+	return ws
+}
+
+// A jsonPiece is one token of the rendering: a string (its quoted text,
+// shown as «text») or anything else, shown as its ASCII text.
+type jsonPiece struct {
+	text string
+	str  bool
+}
+
+// jsonParser checks a JSON text and, if render is set, turns it into
+// pieces.
+type jsonParser struct {
+	in       []byte
+	pos      int
+	render   bool
+	pieces   []jsonPiece
+	path     []jsonStep // where the value being parsed is
+	keepText bool       // keep every string's decoded text in texts
+	texts    []string
+}
+
+// A jsonStep is one step of a path: an object's key, or an array's index.
+type jsonStep struct {
+	key   string
+	index int // -1 for a key
+}
+
+func (p *jsonParser) errorf(format string, args ...any) error {
+	var where strings.Builder
+	for i, s := range p.path {
+		switch {
+		case s.index >= 0:
+			fmt.Fprintf(&where, "[%d]", s.index)
+		case i > 0:
+			where.WriteString("." + showKey(s.key))
+		default:
+			where.WriteString(showKey(s.key))
+		}
+	}
+	if where.Len() > 0 {
+		return fmt.Errorf("%w: at %s: %s", ErrJSON, where.String(), fmt.Sprintf(format, args...))
+	}
+	return fmt.Errorf("%w: %s", ErrJSON, fmt.Sprintf(format, args...))
+}
+
+// showKey shows a key in an error.
+func showKey(k string) string { return Value(k, Options{MaxWidth: 40}) }
+
+func (p *jsonParser) add(text string, str bool) {
+	if p.render {
+		p.pieces = append(p.pieces, jsonPiece{text, str})
+	}
+}
+
+// addString adds the string s.
+func (p *jsonParser) addString(s string) {
+	if p.render {
+		p.pieces = append(p.pieces, jsonPiece{Quote(s), true})
+	}
+}
+
+// document parses the whole input as one value.
+func (p *jsonParser) document() error {
+	if err := p.value(0); err != nil {
+		return err
+	}
+	p.space()
+	if p.pos != len(p.in) {
+		return p.errorf("data after the value")
+	}
+	return nil
+}
+
+func (p *jsonParser) space() {
+	for p.pos < len(p.in) {
+		switch p.in[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *jsonParser) value(depth int) error {
+	p.space()
+	if p.pos == len(p.in) {
+		return p.errorf("not a JSON value: the text ends early")
+	}
+	switch c := p.in[p.pos]; {
+	case c == '{' || c == '[':
+		if depth == maxJSONDepth {
+			return p.errorf("nested deeper than %d", maxJSONDepth)
+		}
+		if c == '{' {
+			return p.object(depth + 1)
+		}
+		return p.array(depth + 1)
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return err
+		}
+		p.addString(s)
+		return nil
+	case c == '-' || '0' <= c && c <= '9':
+		return p.number()
+	}
+	for _, lit := range []string{"true", "false", "null"} {
+		if strings.HasPrefix(string(p.in[p.pos:min(len(p.in), p.pos+5)]), lit) {
+			p.pos += len(lit)
+			p.add(lit, false)
+			return nil
+		}
+	}
+	return p.errorf("not a JSON value at byte %d", p.pos)
+}
+
+func (p *jsonParser) object(depth int) error {
+	p.pos++ // '{'
+	p.add("{", false)
+	p.space()
+	if p.pos < len(p.in) && p.in[p.pos] == '}' {
+		p.pos++
+		p.add("}", false)
+		return nil
+	}
+	seen := map[string]bool{}
+	for {
+		p.space()
+		if p.pos == len(p.in) || p.in[p.pos] != '"' {
+			return p.errorf("not a JSON value: an object member has no key at byte %d", p.pos)
+		}
+		key, err := p.str()
+		if err != nil {
+			return err
+		}
+		// Readers disagree on which of two equal keys counts (the first,
+		// the last, or neither): the person would read one, the tool use
+		// the other.
+		if seen[key] {
+			return p.errorf("the key %s is given twice", showKey(key))
+		}
+		seen[key] = true
+		p.addString(key)
+		p.space()
+		if p.pos == len(p.in) || p.in[p.pos] != ':' {
+			return p.errorf("not a JSON value: no ':' at byte %d", p.pos)
+		}
+		p.pos++
+		p.add(": ", false)
+		p.path = append(p.path, jsonStep{key: key, index: -1})
+		if err := p.value(depth); err != nil {
+			return err
+		}
+		p.path = p.path[:len(p.path)-1]
+		p.space()
+		if p.pos == len(p.in) {
+			return p.errorf("not a JSON value: the text ends inside an object")
+		}
+		switch p.in[p.pos] {
+		case '}':
+			p.pos++
+			p.add("}", false)
+			return nil
+		case ',':
+			p.pos++
+			p.add(", ", false)
+		default:
+			return p.errorf("not a JSON value: no ',' or '}' at byte %d", p.pos)
+		}
+	}
+}
+
+func (p *jsonParser) array(depth int) error {
+	p.pos++ // '['
+	p.add("[", false)
+	p.space()
+	if p.pos < len(p.in) && p.in[p.pos] == ']' {
+		p.pos++
+		p.add("]", false)
+		return nil
+	}
+	for i := 0; ; i++ {
+		p.path = append(p.path, jsonStep{index: i})
+		if err := p.value(depth); err != nil {
+			return err
+		}
+		p.path = p.path[:len(p.path)-1]
+		p.space()
+		if p.pos == len(p.in) {
+			return p.errorf("not a JSON value: the text ends inside an array")
+		}
+		switch p.in[p.pos] {
+		case ']':
+			p.pos++
+			p.add("]", false)
+			return nil
+		case ',':
+			p.pos++
+			p.add(", ", false)
+		default:
+			return p.errorf("not a JSON value: no ',' or ']' at byte %d", p.pos)
+		}
+	}
+}
+
+// number checks the RFC 8259 grammar,
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?, and adds the literal.
+func (p *jsonParser) number() error {
+	start := p.pos
+	digits := func() int {
+		n := 0
+		for p.pos < len(p.in) && '0' <= p.in[p.pos] && p.in[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	if p.in[p.pos] == '-' {
+		p.pos++
+	}
+	switch {
+	case p.pos < len(p.in) && p.in[p.pos] == '0':
+		p.pos++
+	case digits() == 0:
+		return p.errorf("not a JSON value: a number without digits at byte %d", start)
+	}
+	if p.pos < len(p.in) && p.in[p.pos] == '.' {
+		p.pos++
+		if digits() == 0 {
+			return p.errorf("not a JSON value: a number without digits after '.' at byte %d", start)
+		}
+	}
+	if p.pos < len(p.in) && (p.in[p.pos] == 'e' || p.in[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(p.in) && (p.in[p.pos] == '+' || p.in[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return p.errorf("not a JSON value: a number without exponent digits at byte %d", start)
+		}
+	}
+	p.add(string(p.in[start:p.pos]), false)
+	return nil
+}
+
+// str decodes the string at p.pos, refusing what readers would not all
+// decode alike.
+func (p *jsonParser) str() (string, error) {
+	start := p.pos
+	p.pos++ // opening quote
+	var b strings.Builder
+	for {
+		if p.pos == len(p.in) {
+			return "", p.errorf("not a JSON value: a string at byte %d never ends", start)
+		}
+		c := p.in[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			s := b.String()
+			if p.keepText {
+				p.texts = append(p.texts, s)
+			}
+			return s, nil
+		case c < 0x20:
+			return "", p.errorf("not a JSON value: a raw control character in a string at byte %d", p.pos)
+		case c < utf8.RuneSelf && c != '\\':
+			b.WriteByte(c)
+			p.pos++
+		case c != '\\':
+			r, n := utf8.DecodeRune(p.in[p.pos:])
+			if r == utf8.RuneError && n == 1 {
+				// Most readers decode it as U+FFFD: two different strings
+				// would be read alike, and neither as sent.
+				return "", p.errorf("a string holds bytes that are not UTF-8")
+			}
+			b.Write(p.in[p.pos : p.pos+n])
+			p.pos += n
+		default:
+			r, err := p.escape()
+			if err != nil {
+				return "", err
+			}
+			b.WriteRune(r)
+		}
+	}
+}
+
+// escape decodes the escape sequence at p.pos.
+func (p *jsonParser) escape() (rune, error) {
+	if p.pos+1 >= len(p.in) {
+		return 0, p.errorf("not a JSON value: an escape never ends")
+	}
+	var r rune
+	switch p.in[p.pos+1] {
+	case '"', '\\', '/':
+		r = rune(p.in[p.pos+1])
+	case 'b':
+		r = '\b'
+	case 'f':
+		r = '\f'
+	case 'n':
+		r = '\n'
+	case 'r':
+		r = '\r'
+	case 't':
+		r = '\t'
+	case 'u':
+	default:
+		return 0, p.errorf("not a JSON value: an invalid escape at byte %d", p.pos)
+	}
+	if r != 0 {
+		p.pos += 2
+		return r, nil
+	}
+	u, ok := jsonHex4(p.in[p.pos+2:])
+	if !ok {
+		return 0, p.errorf("not a JSON value: an invalid \\u escape at byte %d", p.pos)
+	}
+	p.pos += 6
+	if !utf16.IsSurrogate(u) {
+		return u, nil
+	}
+	if u < 0xDC00 && p.pos+1 < len(p.in) && p.in[p.pos] == '\\' && p.in[p.pos+1] == 'u' {
+		if lo, ok := jsonHex4(p.in[p.pos+2:]); ok && 0xDC00 <= lo && lo <= 0xDFFF {
+			p.pos += 6
+			return utf16.DecodeRune(u, lo), nil
+		}
+	}
+	// Most readers decode it as U+FFFD, as they do an invalid byte.
+	return 0, p.errorf("a string holds a lone UTF-16 surrogate escape (\\u%04X)", u)
+}
+
+func jsonHex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(b[:4]), 16, 16)
+	return rune(v), err == nil
+}
+
+// renderJSON writes the pieces, cut in the middle to maxWidth columns.
+func renderJSON(pieces []jsonPiece, maxWidth int) string {
+	// t is the rendering without isolates: strings as «text». strs are the
+	// byte ranges of the strings in t, guillemets included.
+	var t strings.Builder
+	var strs []component
+	for _, pc := range pieces {
+		if !pc.str {
+			t.WriteString(pc.text)
+			continue
+		}
+		start := t.Len()
+		t.WriteString("«" + pc.text + "»")
+		strs = append(strs, component{start, t.Len()})
+	}
+	text := t.String()
+	head, tail := len(text), len(text) // nothing dropped
+	if len(text) > maxWidth || !printableASCII(text) {
+		if h, t, width := span(jsonAtoms(text, strs), maxWidth); width > maxWidth {
+			head, tail = h, t
+		}
+	}
+	return renderCutJSON(text, strs, head, tail)
+}
+
+// jsonAtoms yields the pieces of text that a cut keeps or drops whole: each
+// byte outside strings (all ASCII), and for each string its « and », and
+// the atoms of its quoted text.
+func jsonAtoms(text string, strs []component) iter.Seq2[string, int] {
+	return func(yield func(string, int) bool) {
+		at := 0
+		for _, s := range strs {
+			for ; at < s.start; at++ {
+				if !yield(text[at:at+1], 1) {
+					return
+				}
+			}
+			if !yield("«", 1) {
+				return
+			}
+			for a, w := range atoms(text[s.start+len("«") : s.end-len("»")]) {
+				if !yield(a, w) {
+					return
+				}
+			}
+			if !yield("»", 1) {
+				return
+			}
+			at = s.end
+		}
+		for ; at < len(text); at++ {
+			if !yield(text[at:at+1], 1) {
+				return
+			}
+		}
+	}
+}
+
+// renderCutJSON writes text without the bytes [head, tail), one … in their
+// place if any were dropped, each string's remaining text inside its own
+// isolate, within its guillemets where they remain.
+func renderCutJSON(text string, strs []component, head, tail int) string {
+	var b strings.Builder
+	b.Grow(len(text) + len(ellipsis) + len(strs)*(len(isolate)+len(popIso)))
+	open := -1 // the string whose isolate is open
+	k := 0     // the first string that does not end before the current byte
+	write := func(from, to int) {
+		for i := from; i < to; {
+			for k < len(strs) && strs[k].end <= i {
+				k++
+			}
+			if k == len(strs) || i < strs[k].start {
+				end := to
+				if k < len(strs) {
+					end = min(end, strs[k].start)
+				}
+				b.WriteString(text[i:end])
+				i = end
+				continue
+			}
+			s := strs[k]
+			end := min(s.end, to)
+			part := text[i:end]
+			if i == s.start {
+				b.WriteString("«")
+				part = part[len("«"):]
+			}
+			if open != k {
+				b.WriteString(isolate)
+				open = k
+			}
+			closed := end == s.end
+			if closed {
+				part = part[:len(part)-len("»")]
+			}
+			b.WriteString(part)
+			if closed {
+				b.WriteString(popIso + "»")
+				open = -1
+			}
+			i = end
+		}
+	}
+	write(0, head)
+	if head < tail {
+		// A cut inside one string keeps the … inside its isolate.
+		inside := open >= 0 && tail < strs[open].end
+		if open >= 0 && !inside {
+			b.WriteString(popIso)
+			open = -1
+		}
+		b.WriteString(ellipsis)
+	}
+	write(tail, len(text))
+	return b.String()
+}
