@@ -35,6 +35,11 @@ type conn struct {
 	down   *mcp.ServerSession      // nil for the shared conn
 	caps   *mcp.ClientCapabilities // what down declared, to dial again
 	closed chan struct{}           // closed when the connection ends
+	// mux carries the relay's own tools/calls (mux.go); nil on a
+	// connection go-sdk must keep to itself.
+	mux *mux
+	// declared is what the connection declared to the upstream.
+	declared *mcp.ClientCapabilities
 	// rootsClient is the client of a conn that relays the downstream
 	// client's roots; it announces their changes upstream.
 	rootsClient *mcp.Client
@@ -136,11 +141,19 @@ func (r *Relay) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
 	}
+	var mt *muxTransport
+	if muxable(t) {
+		mt = &muxTransport{inner: t}
+		t = mt
+	}
 	cs, err := client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: r.opts.UpstreamProtocol})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
 	}
-	c.cs = cs
+	c.cs, c.declared = cs, copts.Capabilities
+	if mt != nil {
+		c.mux = mt.mux
+	}
 	if caps := cs.InitializeResult().Capabilities; caps != nil && caps.Tools != nil && caps.Tools.ListChanged {
 		c.tools.mu.Lock()
 		c.tools.announces = true
@@ -237,18 +250,30 @@ func (c *conn) CallTool(ctx context.Context, req *mcp.CallToolRequest, args json
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	meta, done := c.r.withProgress(ctx, ss, c.forwardMeta(req.Params.Meta))
 	defer done()
-	var arguments any = args
 	if len(args) == 0 {
-		arguments = map[string]any{} // never "null"
+		args = json.RawMessage("{}") // never "null"
 	}
-	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: req.Params.Name, Arguments: arguments,
-		InputResponses: responses, RequestState: state})
+	var (
+		res *mcp.CallToolResult
+		err error
+	)
+	if c.mux != nil {
+		res, err = c.callTool(ctx, meta, req.Params.Name, args, state, responses)
+	} else {
+		res, err = c.cs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: req.Params.Name, Arguments: args,
+			InputResponses: responses, RequestState: state})
+	}
 	if err != nil {
 		return nil, err
 	}
-	// A fresh result: the upstream's result type is for the upstream's hop.
+	return fresh(res), nil
+}
+
+// fresh returns a copy of res without its result type, which is for the
+// upstream's hop.
+func fresh(res *mcp.CallToolResult) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Meta: res.Meta, Content: res.Content, StructuredContent: res.StructuredContent,
-		IsError: res.IsError, InputRequests: res.InputRequests, RequestState: res.RequestState}, nil
+		IsError: res.IsError, InputRequests: res.InputRequests, RequestState: res.RequestState}
 }
 
 // forwardMeta returns the _meta to send upstream for a downstream request's

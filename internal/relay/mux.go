@@ -1,0 +1,295 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The relay sends tools/call upstream itself, beside the go-sdk client
+// session on the same connection, and keeps the result's bytes as they came:
+// go-sdk decodes a result three times on its way to the caller (the message,
+// the call's result, the content), each with a fresh 32 KiB buffer, and a
+// pass-through is most of what the relay does. Everything else on the
+// connection (initialization, lists, notifications, the upstream's own
+// requests) stays go-sdk's.
+
+// errConnClosed reports that the upstream connection ended before the
+// answer to a call came: the call may or may not have been acted on.
+var errConnClosed = errors.New("relay: the upstream connection closed")
+
+// cancelNoticeTimeout bounds sending notifications/cancelled for a call
+// whose caller gave up.
+const cancelNoticeTimeout = 5 * time.Second
+
+// callPrefix starts the ids of the calls the relay sends itself: strings,
+// where go-sdk's are numbers, so the two never meet.
+const callPrefix = "mcp-confirm-relay-"
+
+// A mux is a connection to the upstream shared by a go-sdk client session
+// and the relay's own calls: it hands the session every message but the
+// answers to the relay's calls, which it delivers to their callers.
+type mux struct {
+	inner mcp.Connection
+	next  atomic.Uint64
+
+	mu      sync.Mutex
+	waiting map[string]chan *jsonrpc.Response
+	err     error // set once the connection failed or closed
+}
+
+// muxTransport connects through inner and puts a mux on the connection.
+type muxTransport struct {
+	inner mcp.Transport
+	mux   *mux // set by Connect
+}
+
+// muxable reports whether the relay may put a mux on t's connections.
+// go-sdk's streamable and SSE client connections must be handed to go-sdk
+// as they are (it tells them the session's protocol version through a
+// method of theirs that a wrapper cannot have).
+func muxable(t mcp.Transport) bool {
+	switch t.(type) {
+	case *mcp.StreamableClientTransport, *mcp.SSEClientTransport:
+		return false
+	}
+	return true
+}
+
+func (t *muxTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.mux = &mux{inner: c, waiting: map[string]chan *jsonrpc.Response{}}
+	return t.mux, nil
+}
+
+// Read returns the next message for the go-sdk session: it delivers the
+// answers to the relay's own calls on the way.
+func (m *mux) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := m.inner.Read(ctx)
+		if err != nil {
+			m.fail(err)
+			return nil, err
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			if id, ok := resp.ID.Raw().(string); ok && len(id) > len(callPrefix) && id[:len(callPrefix)] == callPrefix {
+				m.mu.Lock()
+				ch := m.waiting[id]
+				delete(m.waiting, id)
+				m.mu.Unlock()
+				if ch != nil {
+					ch <- resp // buffered: never blocks
+				}
+				// An answer to no call in flight (late, after its
+				// caller gave up, or made up) is dropped.
+				continue
+			}
+		}
+		return msg, nil
+	}
+}
+
+func (m *mux) Write(ctx context.Context, msg jsonrpc.Message) error { return m.inner.Write(ctx, msg) }
+
+func (m *mux) Close() error {
+	m.fail(errConnClosed)
+	return m.inner.Close()
+}
+
+func (m *mux) SessionID() string { return m.inner.SessionID() }
+
+// fail ends every call in flight: the connection is gone.
+func (m *mux) fail(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.err == nil {
+		m.err = fmt.Errorf("%w: %v", errConnClosed, err)
+	}
+	for id, ch := range m.waiting {
+		close(ch)
+		delete(m.waiting, id)
+	}
+}
+
+// call sends one request and returns the result's bytes, or the upstream's
+// error as a *jsonrpc.Error. If ctx ends first, the upstream is told the
+// request was cancelled, as go-sdk's client tells it.
+func (m *mux) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	id := callPrefix + strconv.FormatUint(m.next.Add(1), 10)
+	jid, err := jsonrpc.MakeID(id)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *jsonrpc.Response, 1)
+	m.mu.Lock()
+	if m.err != nil {
+		m.mu.Unlock()
+		return nil, m.err
+	}
+	m.waiting[id] = ch
+	m.mu.Unlock()
+	if err := m.inner.Write(ctx, &jsonrpc.Request{ID: jid, Method: method, Params: params}); err != nil {
+		m.mu.Lock()
+		delete(m.waiting, id)
+		m.mu.Unlock()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %v", errConnClosed, err)
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			m.mu.Lock()
+			err := m.err
+			m.mu.Unlock()
+			return nil, err
+		}
+		if resp.Error != nil {
+			var werr *jsonrpc.Error
+			if errors.As(resp.Error, &werr) {
+				return nil, werr
+			}
+			return nil, resp.Error
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		m.mu.Lock()
+		delete(m.waiting, id)
+		m.mu.Unlock()
+		note, _ := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelNoticeTimeout)
+		defer cancel()
+		m.inner.Write(wctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: note})
+		return nil, ctx.Err()
+	}
+}
+
+// wireCall is the params of a tools/call as the relay sends it: the
+// arguments as the client sent them.
+type wireCall struct {
+	Meta           mcp.Meta             `json:"_meta,omitempty"`
+	Name           string               `json:"name"`
+	Arguments      json.RawMessage      `json:"arguments"`
+	InputResponses mcp.InputResponseMap `json:"inputResponses,omitempty"`
+	RequestState   string               `json:"requestState,omitempty"`
+}
+
+// wireResult is a tools/call result as the relay reads it cheaply: when it
+// holds anything but text content, or asks for input, go-sdk decodes it.
+type wireResult struct {
+	Meta              mcp.Meta          `json:"_meta,omitempty"`
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent any               `json:"structuredContent,omitempty"`
+	IsError           bool              `json:"isError,omitempty"`
+	InputRequests     json.RawMessage   `json:"inputRequests,omitempty"`
+	RequestState      string            `json:"requestState,omitempty"`
+}
+
+// wireText is a text content item; an item with any other field is not.
+type wireText struct {
+	Type        string           `json:"type"`
+	Text        *string          `json:"text"`
+	Meta        mcp.Meta         `json:"_meta,omitempty"`
+	Annotations *mcp.Annotations `json:"annotations,omitempty"`
+}
+
+// decodeResult decodes a tools/call result: text content by the standard
+// library, anything else (other content, input requests) by go-sdk, so that
+// the result is what go-sdk's client would have returned.
+func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	if res, ok := decodeTextResult(raw); ok {
+		return res, nil
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, fmt.Errorf("relay: the upstream's tools/call result: %w", err)
+	}
+	return &res, nil
+}
+
+func decodeTextResult(raw json.RawMessage) (*mcp.CallToolResult, bool) {
+	var w wireResult
+	if json.Unmarshal(raw, &w) != nil || w.Content == nil {
+		return nil, false
+	}
+	if len(w.InputRequests) > 0 && !bytes.Equal(w.InputRequests, []byte("null")) {
+		return nil, false
+	}
+	res := &mcp.CallToolResult{Meta: w.Meta, StructuredContent: w.StructuredContent, IsError: w.IsError,
+		RequestState: w.RequestState, Content: make([]mcp.Content, 0, len(w.Content))}
+	for _, item := range w.Content {
+		var t wireText
+		dec := json.NewDecoder(bytes.NewReader(item))
+		dec.DisallowUnknownFields()
+		if dec.Decode(&t) != nil || t.Type != "text" || t.Text == nil {
+			return nil, false
+		}
+		res.Content = append(res.Content, &mcp.TextContent{Text: *t.Text, Meta: t.Meta, Annotations: t.Annotations})
+	}
+	return res, true
+}
+
+// callTool sends one tools/call through the mux (see the top of this file)
+// and decodes its result.
+func (c *conn) callTool(ctx context.Context, meta mcp.Meta, name string, args json.RawMessage, state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
+	if c.modern() {
+		meta = c.requestMeta(meta)
+	}
+	params, err := json.Marshal(&wireCall{Meta: meta, Name: name, Arguments: args, InputResponses: responses, RequestState: state})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := c.mux.call(ctx, "tools/call", params)
+	if err != nil {
+		return nil, err
+	}
+	return decodeResult(raw)
+}
+
+// requestMeta adds to m what go-sdk's client adds to each request of the
+// 2026-07-28 era, where m lacks it: the protocol version, the relay's
+// clientInfo and the capabilities this connection declared.
+func (c *conn) requestMeta(m mcp.Meta) mcp.Meta {
+	if m == nil {
+		m = mcp.Meta{}
+	}
+	if _, ok := m[mcp.MetaKeyProtocolVersion]; !ok {
+		m[mcp.MetaKeyProtocolVersion] = c.cs.InitializeResult().ProtocolVersion
+	}
+	if _, ok := m[mcp.MetaKeyClientInfo]; !ok {
+		m[mcp.MetaKeyClientInfo] = c.r.opts.Implementation
+	}
+	if _, ok := m[mcp.MetaKeyClientCapabilities]; !ok {
+		caps := map[string]any{}
+		if d := c.declared; d != nil {
+			if d.Elicitation != nil {
+				caps["elicitation"] = d.Elicitation
+			}
+			//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+			if d.Sampling != nil {
+				//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+				caps["sampling"] = d.Sampling
+			}
+			//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
+			if d.RootsV2 != nil {
+				//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
+				caps["roots"] = d.RootsV2
+			}
+		}
+		m[mcp.MetaKeyClientCapabilities] = caps
+	}
+	return m
+}

@@ -1,0 +1,62 @@
+package relay
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// decodeResult returns what go-sdk's client would have: the wire form of
+// the relay's fresh copy of its result equals that of go-sdk's own decoding
+// of the same bytes, for text results read cheaply and for everything it
+// leaves to go-sdk.
+func TestDecodeResultAsGoSDK(t *testing.T) {
+	for _, raw := range []string{
+		`{"content":[{"type":"text","text":"hello"}]}`,
+		`{"content":[{"type":"text","text":""}],"isError":true}`,
+		`{"content":[{"type":"text","text":"a","_meta":{"k":1},"annotations":{"audience":["user"],"priority":0.5}},{"type":"text","text":"b"}]}`,
+		`{"_meta":{"x":"y","io.modelcontextprotocol/serverInfo":{"name":"u"}},"content":[],"structuredContent":{"n":1.5,"l":[1,"two",null]}}`,
+		`{"content":[{"type":"text","text":"t"}],"resultType":"complete","ttlMs":5}`,
+		`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`,
+		`{"content":[{"type":"text","text":"t"},{"type":"resource_link","uri":"file:///a","name":"a"}]}`,
+		`{"content":[{"type":"text","text":"t","unknown":1}]}`,
+		`{"content":[{"type":"text"}]}`,
+		`{"content":null}`,
+		`{}`,
+		`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object"}}}},"requestState":"s"}`,
+		`{"content":[{"type":"text","text":"t"}],"requestState":"s","inputRequests":null}`,
+	} {
+		got, err := decodeResult(json.RawMessage(raw))
+		var want mcp.CallToolResult
+		werr := json.Unmarshal([]byte(raw), &want)
+		if (err != nil) != (werr != nil) {
+			t.Errorf("%s: err %v, go-sdk's %v", raw, err, werr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		g, _ := json.Marshal(fresh(got))
+		w, _ := json.Marshal(fresh(&want))
+		if string(g) != string(w) {
+			t.Errorf("%s:\n got  %s\n want %s", raw, g, w)
+		}
+	}
+	// The control: the comparison sees a difference in one character.
+	a, _ := decodeResult(json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`))
+	var b mcp.CallToolResult
+	json.Unmarshal([]byte(`{"content":[{"type":"text","text":"hellO"}]}`), &b)
+	if x, y := mustJSON(t, a), mustJSON(t, &b); x == y {
+		t.Fatalf("two different results marshal alike: %s", x)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
