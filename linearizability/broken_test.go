@@ -44,6 +44,9 @@ type brokenEntry struct {
 var _ ledger.Store = (*broken)(nil)
 
 func (s *broken) Add(_ context.Context, c ledger.Confirmation) error {
+	if c.Approval != nil {
+		return fmt.Errorf("broken: out-of-band approval not supported")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
@@ -129,6 +132,25 @@ func (s *broken) Complete(_ context.Context, id ledger.ID, o ledger.Outcome) err
 	}
 	e.State, e.Outcome = o.Kind.State(), o
 	return nil
+}
+
+// Decide answers as a store of in-band confirmations only (the workload
+// issues no other).
+func (s *broken) Decide(ctx context.Context, id ledger.ID, _ ledger.Approver, _ bool) (ledger.Record, error) {
+	if _, err := s.Lookup(ctx, id); err != nil {
+		return ledger.Record{}, err
+	}
+	return ledger.Record{}, ledger.ErrInBand
+}
+
+func (s *broken) Lookup(_ context.Context, id ledger.ID) (ledger.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[id]
+	if !ok {
+		return ledger.Record{}, ledger.ErrUnknown
+	}
+	return e.Record, nil
 }
 
 // TestBrokenStores is the negative control: the same workload and checker

@@ -18,23 +18,30 @@ const (
 	ActionRedeem   Action = "Redeem"
 	ActionCancel   Action = "Cancel"
 	ActionComplete Action = "Complete"
+	ActionDecide   Action = "Decide"
 )
 
 // Result is the outcome of an operation, one word per sentinel error.
 type Result string
 
 const (
-	ResultOK         Result = "ok"
-	ResultUnknown    Result = "unknown"
-	ResultInProgress Result = "in_progress"
-	ResultDone       Result = "done"
-	ResultInDoubt    Result = "in_doubt"
-	ResultCancelled  Result = "cancelled"
-	ResultExpired    Result = "expired"
-	ResultFull       Result = "full"
-	ResultExists     Result = "exists"
-	ResultNotActing  Result = "not_acting"
-	ResultError      Result = "error" // any other error: outcome unknown
+	ResultOK           Result = "ok"
+	ResultUnknown      Result = "unknown"
+	ResultInProgress   Result = "in_progress"
+	ResultDone         Result = "done"
+	ResultInDoubt      Result = "in_doubt"
+	ResultCancelled    Result = "cancelled"
+	ResultExpired      Result = "expired"
+	ResultFull         Result = "full"
+	ResultExists       Result = "exists"
+	ResultNotActing    Result = "not_acting"
+	ResultAwaiting     Result = "awaiting_approval"
+	ResultDeclined     Result = "declined"
+	ResultDecided      Result = "decided"
+	ResultNotApprover  Result = "not_approver"
+	ResultSelfApproval Result = "self_approval"
+	ResultInBand       Result = "in_band"
+	ResultError        Result = "error" // any other error: outcome unknown
 )
 
 // ResultOf reports the [Result] an error from a [Store] or [Ledger] stands for.
@@ -52,6 +59,8 @@ func ResultOf(err error) Result {
 		// ErrInDoubt, or a bare ErrSpent from a store written before
 		// outcomes were recorded: redeemed, and no one can tell more.
 		return ResultInDoubt
+	case errors.Is(err, ErrDeclined):
+		return ResultDeclined
 	case errors.Is(err, ErrCancelled):
 		return ResultCancelled
 	case errors.Is(err, ErrExpired):
@@ -62,6 +71,16 @@ func ResultOf(err error) Result {
 		return ResultExists
 	case errors.Is(err, ErrNotActing):
 		return ResultNotActing
+	case errors.Is(err, ErrAwaitingApproval):
+		return ResultAwaiting
+	case errors.Is(err, ErrDecided):
+		return ResultDecided
+	case errors.Is(err, ErrSelfApproval):
+		return ResultSelfApproval
+	case errors.Is(err, ErrNotApprover):
+		return ResultNotApprover
+	case errors.Is(err, ErrInBand):
+		return ResultInBand
 	}
 	return ResultError
 }
@@ -69,13 +88,24 @@ func ResultOf(err error) Result {
 // An Event records one completed ledger operation. A Complete's event
 // carries the outcome it tried to record (done, failed or unknown), whether
 // or not it succeeded; a Redeem's or Cancel's answered done, the outcome
-// recorded (done or failed), which the answer gave back.
+// recorded (done or failed), which the answer gave back. An Issue's event
+// of a confirmation that needs out-of-band approval carries the approvals
+// it needs and its requester; a Decide's, who decided and how.
 type Event struct {
 	Time    time.Time   `json:"time"`
 	Action  Action      `json:"action"`
 	ID      ID          `json:"id"`
 	Result  Result      `json:"result"`
 	Outcome OutcomeKind `json:"outcome,omitzero"`
+	// Approvals is, on an Issue, how many approvals the confirmation
+	// needs (0: none, in band).
+	Approvals int `json:"approvals,omitzero"`
+	// Requester is, on an Issue, the Approval's requester.
+	Requester string `json:"requester,omitzero"`
+	// Approver is, on a Decide, the approver's ID.
+	Approver string `json:"approver,omitzero"`
+	// Decision is, on a Decide, "approve" or "decline".
+	Decision string `json:"decision,omitzero"`
 }
 
 // MarshalText encodes the kind as done, failed or unknown.
@@ -128,6 +158,24 @@ func spendEvent(t time.Time, a Action, id ID, r Record, err error) Event {
 	e := Event{Time: t, Action: a, ID: id, Result: ResultOf(err)}
 	if e.Result == ResultDone {
 		e.Outcome = r.Outcome.Kind
+	}
+	return e
+}
+
+// issueEvent is the event of an Issue of c that returned err.
+func issueEvent(t time.Time, c Confirmation, err error) Event {
+	e := Event{Time: t, Action: ActionIssue, ID: c.ID, Result: ResultOf(err)}
+	if c.Approval != nil {
+		e.Approvals, e.Requester = c.Approval.Required, c.Approval.Requester
+	}
+	return e
+}
+
+// decideEvent is the event of a Decide of id by approver that returned err.
+func decideEvent(t time.Time, id ID, approver string, approve bool, err error) Event {
+	e := Event{Time: t, Action: ActionDecide, ID: id, Result: ResultOf(err), Approver: approver, Decision: "decline"}
+	if approve {
+		e.Decision = "approve"
 	}
 	return e
 }

@@ -14,6 +14,38 @@
 // [ErrInDoubt] when no one can tell what happened. A declined question is
 // spent with [Ledger.Cancel] and can never be redeemed afterwards.
 //
+// # Out-of-band approval
+//
+// A person's in-band answer is relayed by the client, and a client that
+// lies (a prompt-injected agent driving its own client, an auto-approve
+// setting) is, to the ledger, the person. A confirmation whose
+// [Confirmation.Approval] is set also needs approvers reached outside the
+// chat: [Approval.Required] distinct approvers, each listed in
+// [Approval.Approvers] (by ID or group) and none of them its
+// [Approval.Requester] (four-eyes), must approve it with [Ledger.Decide]
+// before [Ledger.Redeem] succeeds; until then Redeem answers
+// [ErrAwaitingApproval] and changes nothing. One decline cancels it
+// ([ErrDeclined], which is also ErrCancelled). Each Decide is one atomic
+// step in the store, on the store's clock: an approver's decision is
+// recorded once, and none after the outcome is decided (all approvals in,
+// or a decline) or the confirmation expired or was withdrawn (the
+// client's Cancel); a refused decision changes nothing and is answered
+// with what was recorded ([ErrDecided] and the [Record], whose Decisions
+// name who decided what, and when). [Ledger.Lookup] reads a record
+// without changing it, for an approval page to show its
+// [Approval.Question], its deadline (Expires) and the decisions so far.
+// spec/Ledger.tla states these rules (NoRedeemWithoutApproval,
+// OnlyAuthorizedDecide, NoSelfDecision, DecidedOnce) and TLC checks them
+// (spec/LedgerApprove.cfg, spec/LedgerFourEyes.cfg).
+//
+// What the ledger does not do for approvals: authenticate. The caller
+// builds the [Approver] from the approver's own sign-in (OpenID Connect,
+// a passkey), never from the request's caller's credentials, and names
+// the Requester in the same naming as Approver.ID (an empty Requester
+// excludes no one). It does not notify approvers. The shared stores
+// (redisledger, pgledger) do not record decisions yet: their Add refuses
+// a confirmation with an Approval, so none is ever redeemed unapproved.
+//
 // The MCP specification (2026-07-28, multi round-trip requests) says binding a
 // requestState to principal, TTL and request does not make it single-use, and
 // that servers needing at-most-once must enforce it themselves: this package
@@ -173,6 +205,10 @@ type Confirmation struct {
 	Principal  string    // who was asked; caps are counted per principal
 	Subject    string    // identity of the object to act on (e.g. a file's device, inode, size, mtime)
 	Expires    time.Time // after this instant the confirmation cannot be redeemed
+	// Approval, if set, is the out-of-band approval the confirmation
+	// needs before it can be redeemed; nil: none (the person's in-band
+	// answer is all it needs).
+	Approval *Approval
 }
 
 // An OutcomeKind says what came of an action: what [Ledger.Complete]
@@ -232,32 +268,58 @@ type Record struct {
 	Confirmation
 	State   State
 	Outcome Outcome // set in Done, Failed, and InDoubt by an unknown outcome
+	// Decisions are the out-of-band decisions recorded, in the order
+	// they were (see [Approval]); none for a confirmation approved in band.
+	Decisions []Decision
 }
 
-// Store keeps confirmations. Implementations must make Spend and Complete
-// each a single atomic compare-and-set, deciding on the store's own clock:
-// of any number of concurrent Spend calls for one id, across every process
-// sharing the store, at most one returns a nil error, and at most one
-// Complete of it ever succeeds.
+// Store keeps confirmations. Implementations must make Spend, Complete
+// and Decide each a single atomic compare-and-set, deciding on the store's
+// own clock: of any number of concurrent Spend calls for one id, across
+// every process sharing the store, at most one returns a nil error; at
+// most one Complete of it ever succeeds; and at most one Decide per
+// approver, none once the outcome is decided.
 type Store interface {
-	// Add records c as pending. It fails with ErrFull when a cap is reached
-	// and with ErrExists when c.ID is already present; either way the store is
-	// unchanged.
+	// Add records c as pending, with its Approval if any (see
+	// [Approval.Check]; the store keeps a copy). It fails with ErrFull
+	// when a cap is reached and with ErrExists when c.ID is already
+	// present; either way the store is unchanged.
 	Add(ctx context.Context, c Confirmation) error
 	// Spend atomically moves the pending, unexpired confirmation id to state
 	// to, and returns it: to Acting (the approval was given; the caller acts
 	// now) with a lease that ends lease after now on the store's clock, or
-	// to Cancelled (lease unused). Otherwise it changes nothing and fails,
-	// by the confirmation's state: ErrInProgress (acting, before its lease
+	// to Cancelled (lease unused). A confirmation that needs out-of-band
+	// approval moves to Acting only once every approval it needs is
+	// recorded (and its Record then holds them); to Cancelled at any time
+	// while pending. Otherwise it changes nothing and fails, by the
+	// confirmation's state: ErrInProgress (acting, before its lease
 	// ends), ErrInDoubt (acting after it, or an unknown outcome recorded),
 	// ErrDone (done or failed: the returned Record holds the outcome),
-	// ErrCancelled, ErrExpired (pending, past its expiry) or ErrUnknown.
-	// With ErrInProgress, ErrDone and ErrInDoubt the Record is the
+	// ErrDeclined (an approver declined: the Record says who),
+	// ErrCancelled, ErrExpired (pending, past its expiry),
+	// ErrAwaitingApproval (pending and unexpired, an approval missing:
+	// the Record holds the decisions so far) or ErrUnknown. With
+	// ErrInProgress, ErrDone and ErrInDoubt the Record is the
 	// confirmation as redeemed, so the caller can check what it binds
 	// before answering from it. Any other error (a store that went away)
 	// means the outcome is unknown: callers must treat the confirmation as
 	// spent and not act.
 	Spend(ctx context.Context, id ID, to State, lease time.Duration) (Record, error)
+	// Decide atomically records p's decision on confirmation id -- to
+	// approve it, or to decline it, which cancels it -- following
+	// [Record.Decide] on the store's clock, and returns the record with
+	// the decision. Refused, it changes nothing and fails with what
+	// Record.Decide answers, or ErrUnknown. The store checks p against
+	// the Approval it was given by Add; the caller authenticates p. Any
+	// other error means the outcome is unknown.
+	Decide(ctx context.Context, id ID, p Approver, approve bool) (Record, error)
+	// Lookup returns the record of confirmation id as it stands, changing
+	// nothing that a later call could tell: ErrUnknown if the store does
+	// not hold it. A redeemed confirmation whose lease has ended reads as
+	// InDoubt; a pending one past its expiry reads as Pending (compare
+	// Expires). A cancelled one that needed no out-of-band approval may
+	// have lost every field but ID and Expires.
+	Lookup(ctx context.Context, id ID) (Record, error)
 	// Complete atomically records o as the outcome of the acting
 	// confirmation id, moving it to o.Kind's state, only while the store's
 	// clock is before the end of its lease. Otherwise it changes nothing and
@@ -361,16 +423,25 @@ func (l *Ledger) TTL() time.Duration { return l.ttl }
 func (l *Ledger) Lease() time.Duration { return l.lease }
 
 // Issue records c as pending with a fresh random ID and an expiry TTL from
-// now, and returns it as stored. c.ID and c.Expires are ignored.
+// now, and returns it as stored. c.ID and c.Expires are ignored. With
+// c.Approval set, the confirmation cannot be redeemed before the
+// approvals it names are recorded with [Ledger.Decide]; an invalid
+// Approval (see [Approval.Check]) is refused, and nothing is issued.
 func (l *Ledger) Issue(ctx context.Context, c Confirmation) (Confirmation, error) {
+	if err := c.Approval.Check(); err != nil {
+		return Confirmation{}, fmt.Errorf("ledger: issue: %w", err)
+	}
 	id, err := l.newID(c.Principal)
 	if err != nil {
 		return Confirmation{}, err
 	}
 	c.ID = id
 	c.Expires = l.now().Add(l.ttl)
+	c.Approval = c.Approval.clone() // the caller's slices stay the caller's
 	err = l.store.Add(ctx, c)
-	l.emit(ActionIssue, c.ID, err, 0)
+	if l.observe != nil {
+		l.observe(issueEvent(l.now(), c, err))
+	}
 	if err != nil {
 		return Confirmation{}, fmt.Errorf("ledger: issue: %w", err)
 	}
@@ -402,7 +473,10 @@ func (l *Ledger) newID(principal string) (ID, error) {
 // caller may now act, once, and must then record what came of it with
 // Complete within the lease. A retry of a redeemed confirmation is
 // answered from its record: ErrInProgress, ErrDone (with the outcome in
-// the Record) or ErrInDoubt. See [Store.Spend] for the errors.
+// the Record) or ErrInDoubt. One that needs out-of-band approval is
+// refused with ErrAwaitingApproval until every approval is recorded, and
+// with ErrDeclined once an approver declined. See [Store.Spend] for the
+// errors.
 func (l *Ledger) Redeem(ctx context.Context, id ID) (Record, error) {
 	r, err := l.store.Spend(ctx, id, Acting, l.lease)
 	if l.observe != nil {
@@ -425,6 +499,40 @@ func (l *Ledger) Cancel(ctx context.Context, id ID) (Confirmation, error) {
 		return Confirmation{}, fmt.Errorf("ledger: cancel %s: %w", id, err)
 	}
 	return r.Confirmation, nil
+}
+
+// Decide records p's decision on confirmation id, which needs out-of-band
+// approval: approve (the confirmation becomes redeemable once every
+// approval it needs is in) or decline (it is cancelled, for good). The
+// caller must have authenticated p separately from the request's caller
+// -- the caller's own credentials must never decide. It returns the record
+// with the decision. Each approver decides once, and no one once the
+// outcome is decided: ErrDecided, with the record of what was decided.
+// See [Record.Decide] for the other errors; none changes anything.
+func (l *Ledger) Decide(ctx context.Context, id ID, p Approver, approve bool) (Record, error) {
+	if err := p.Check(); err != nil {
+		return Record{}, fmt.Errorf("ledger: decide %s: %w", id, err)
+	}
+	r, err := l.store.Decide(ctx, id, p, approve)
+	if l.observe != nil {
+		l.observe(decideEvent(l.now(), id, p.ID, approve, err))
+	}
+	if err != nil {
+		return r, fmt.Errorf("ledger: decide %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// Lookup returns the record of confirmation id as it stands, changing
+// nothing: for an approval page, its question and the decisions so far.
+// It fails with ErrUnknown for an id the store does not hold. See
+// [Store.Lookup].
+func (l *Ledger) Lookup(ctx context.Context, id ID) (Record, error) {
+	r, err := l.store.Lookup(ctx, id)
+	if err != nil {
+		return r, fmt.Errorf("ledger: lookup %s: %w", id, err)
+	}
+	return r, nil
 }
 
 // Complete records what came of acting on the redeemed confirmation id:

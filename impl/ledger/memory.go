@@ -9,6 +9,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,8 +28,8 @@ type MemoryOptions struct {
 	Grace time.Duration
 	// Now is the store's clock, which decides expiry. Default time.Now.
 	Now func() time.Time
-	// Observe, if set, is called for every Add (as Issue) and Spend (as
-	// Redeem or Cancel) with a store-wide lock held, so events arrive in
+	// Observe, if set, is called for every Add (as Issue), Spend (as
+	// Redeem or Cancel) and Decide with a store-wide lock held, so events arrive in
 	// the order the operations took effect — the order trace validation
 	// (spec/trace) needs, which Options.Observe on a Ledger, called after
 	// the fact, cannot give under concurrency. While it is set, calls take
@@ -38,8 +39,8 @@ type MemoryOptions struct {
 }
 
 // Memory is the in-process [Store]. It is safe for concurrent use; every
-// Spend and Complete is atomic with respect to every other call, and reads
-// the clock while it holds its shard's lock.
+// Spend, Complete and Decide is atomic with respect to every other call,
+// and reads the clock while it holds its shard's lock.
 //
 // It keeps its confirmations in 64 shards, each a map and an expiry queue
 // under its own mutex, and is an [IDSource]: an id it chooses names, in
@@ -69,7 +70,11 @@ type MemoryOptions struct {
 // entry keeps only its id, expiry and state; a redeemed one keeps its
 // fields too, so that a retry can be checked against what the approval was
 // for, and its outcome once recorded (in its binary form, in a map of its
-// shard), which the ledger bounds ([Options.MaxResult]).
+// shard), which the ledger bounds ([Options.MaxResult]). One that needs
+// out-of-band approval keeps, in another map of its shard, a copy of its
+// [Approval] (its question included, at most [MaxQuestion] bytes) and
+// its decisions, cancelled or not, so that a decline is answered with who
+// declined; a confirmation approved in band costs nothing more for it.
 //
 // Memory (BENCHMARKS.md): a pending confirmation costs its fields (Tool,
 // ArgsDigest and Subject copied into one allocation; Principal kept once
@@ -118,14 +123,26 @@ type shard struct {
 	index    int // in its store's shards
 	entries  map[ID]*entry
 	outcomes map[ID][]byte // binary forms of the entries' outcomes; nil until the first
-	byExpiry expiryQueue   // every entry, soonest to forget first
-	peak     int           // most entries since entries was made
-	adds     uint          // Adds, to sweep another shard every sweepEvery
+	// approvals holds what the entries that need out-of-band approval
+	// need and the decisions recorded; nil until the first.
+	approvals map[ID]*approvalState
+	byExpiry  expiryQueue // every entry, soonest to forget first
+	peak      int         // most entries since entries was made
+	adds      uint        // Adds, to sweep another shard every sweepEvery
 	// due is when its soonest entry is to be swept (its expiry plus
 	// grace, as an offset from the epoch), for other shards to read
 	// without the lock; written under it.
 	due atomic.Int64
 	_   [64]byte // keeps a shard's lock off its neighbour's cache line
+}
+
+// approvalState is what a shard keeps of a confirmation that needs
+// out-of-band approval: the Approval it was added with (a copy) and the
+// decisions recorded, in order. Kept beside the entry rather than in it,
+// so that a confirmation approved in band costs nothing more.
+type approvalState struct {
+	approval  *Approval
+	decisions []Decision
 }
 
 // principals holds the principals whose names hash to its index.
@@ -265,6 +282,13 @@ func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 	if len(c.Tool) > math.MaxUint16 || len(c.ArgsDigest) > math.MaxUint16 {
 		return fmt.Errorf("ledger: add %s: tool or argument digest longer than 64 KiB", c.ID)
 	}
+	if err := c.Approval.Check(); err != nil {
+		return fmt.Errorf("ledger: add %s: %w", c.ID, err)
+	}
+	var appr *approvalState
+	if c.Approval != nil {
+		appr = &approvalState{approval: c.Approval.clone()}
+	}
 	// Built outside the lock.
 	e := &entry{
 		id:      c.ID,
@@ -277,14 +301,14 @@ func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 	if m.observe != nil {
 		m.order.Lock()
 		defer m.order.Unlock()
-		defer func() { m.observe(ctx, Event{Time: now, Action: ActionIssue, ID: c.ID, Result: ResultOf(err)}) }()
+		defer func() { m.observe(ctx, issueEvent(now, c, err)) }()
 	}
 	// Read once any lock is held, so that events come in the order of
 	// their times. (The shard's lock comes later: an Add's answer does not
 	// depend on the time, only which entries it sweeps first.)
 	now = m.now()
 	at := now.Sub(m.epoch)
-	err = m.add(e, c.Principal, at)
+	err = m.add(e, appr, c.Principal, at)
 	if errors.Is(err, ErrFull) {
 		// Expired entries of the other shards may be what fills a cap:
 		// sweep them, then try once more.
@@ -298,15 +322,15 @@ func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 			}
 		}
 		if swept {
-			err = m.add(e, c.Principal, at)
+			err = m.add(e, appr, c.Principal, at)
 		}
 	}
 	return err
 }
 
-// add puts e in its shard, pending for principal name, if its id is new
-// and the caps allow.
-func (m *Memory) add(e *entry, name string, at time.Duration) error {
+// add puts e in its shard, pending for principal name, with appr if it
+// needs out-of-band approval, if its id is new and the caps allow.
+func (m *Memory) add(e *entry, appr *approvalState, name string, at time.Duration) error {
 	s := m.shard(e.id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -318,6 +342,12 @@ func (m *Memory) add(e *entry, name string, at time.Duration) error {
 		return err
 	}
 	s.entries[e.id] = e
+	if appr != nil {
+		if s.approvals == nil {
+			s.approvals = make(map[ID]*approvalState)
+		}
+		s.approvals[e.id] = appr
+	}
 	s.peak = max(s.peak, len(s.entries))
 	s.byExpiry.push(e)
 	if due := m.due(e); due < s.due.Load() {
@@ -404,15 +434,26 @@ func (m *Memory) Spend(ctx context.Context, id ID, to State, lease time.Duration
 	if at >= e.expires {
 		return Record{}, ErrExpired
 	}
-	c := m.confirmation(e)
+	appr := s.approvals[id]
+	r = Record{Confirmation: m.confirmation(e), State: to}
+	if appr != nil {
+		r.Approval, r.Decisions = appr.approval.clone(), slices.Clone(appr.decisions)
+		// Out-of-band approval: no redemption before the approvers the
+		// confirmation needs have approved it, whatever the client says.
+		if to == Acting && !r.Approved() {
+			r.State = Pending
+			return r, ErrAwaitingApproval
+		}
+	}
 	m.unpend(e)
 	e.state = to
-	if to == Cancelled {
-		e.fields = ""
-	} else {
+	switch {
+	case to == Acting:
 		e.leaseEnd = at + lease
+	case appr == nil:
+		e.fields = ""
 	}
-	return Record{Confirmation: c, State: to}, nil
+	return r, nil
 }
 
 // record answers a Spend of the spent entry e at at from its record. An
@@ -422,9 +463,17 @@ func (s *shard) record(m *Memory, e *entry, at time.Duration) (Record, error) {
 		e.state = InDoubt // for good: a late Complete finds it so
 	}
 	if e.state == Cancelled {
+		if appr := s.approvals[e.id]; appr != nil {
+			r := Record{Confirmation: m.confirmation(e), State: Cancelled,
+				Decisions: slices.Clone(appr.decisions)}
+			r.Approval = appr.approval.clone()
+			if _, declined := r.Declined(); declined {
+				return r, ErrDeclined
+			}
+		}
 		return Record{}, ErrCancelled
 	}
-	r := Record{Confirmation: m.confirmation(e), State: e.state}
+	r := s.full(m, e)
 	if b, ok := s.outcomes[e.id]; ok {
 		// A copy: the record stays the store's.
 		if err := r.Outcome.UnmarshalBinary(b); err != nil {
@@ -438,6 +487,80 @@ func (s *shard) record(m *Memory, e *entry, at time.Duration) (Record, error) {
 		return r, ErrDone
 	}
 	return r, ErrInDoubt
+}
+
+// full rebuilds the Record of e, with its approval and decisions but no
+// outcome. s is locked.
+func (s *shard) full(m *Memory, e *entry) Record {
+	appr := s.approvals[e.id]
+	if e.state == Cancelled && appr == nil {
+		// Its fields are dropped: only the id, expiry and state are left.
+		return Record{Confirmation: Confirmation{ID: e.id, Expires: m.epoch.Add(e.expires)}, State: Cancelled}
+	}
+	r := Record{Confirmation: m.confirmation(e), State: e.state}
+	if appr != nil {
+		r.Approval, r.Decisions = appr.approval.clone(), slices.Clone(appr.decisions)
+	}
+	return r
+}
+
+// Decide implements [Store]: [Record.Decide] under the shard's lock, on
+// the store's clock read under it.
+func (m *Memory) Decide(ctx context.Context, id ID, p Approver, approve bool) (r Record, err error) {
+	var now time.Time
+	if m.observe != nil {
+		m.order.Lock()
+		defer m.order.Unlock()
+		defer func() { m.observe(ctx, decideEvent(now, id, p.ID, approve, err)) }()
+	}
+	s := m.shard(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now = m.now()
+	at := now.Sub(m.epoch)
+	s.sweep(m, at)
+	e, ok := s.entries[id]
+	if !ok {
+		return Record{}, ErrUnknown
+	}
+	if e.state == Acting && at >= e.leaseEnd {
+		e.state = InDoubt
+	}
+	r, err = s.full(m, e).Decide(p, approve, now)
+	if err != nil {
+		return r, err
+	}
+	appr := s.approvals[id]
+	appr.decisions = append(appr.decisions, r.Decisions[len(r.Decisions)-1])
+	if !approve {
+		// Declined: cancelled for good, and no longer pending.
+		m.unpend(e)
+		e.state = Cancelled
+	}
+	return r, nil
+}
+
+// Lookup implements [Store].
+func (m *Memory) Lookup(_ context.Context, id ID) (Record, error) {
+	s := m.shard(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at := m.now().Sub(m.epoch)
+	s.sweep(m, at)
+	e, ok := s.entries[id]
+	if !ok {
+		return Record{}, ErrUnknown
+	}
+	if e.state == Acting && at >= e.leaseEnd {
+		e.state = InDoubt // for good, as record decides it
+	}
+	r := s.full(m, e)
+	if b, ok := s.outcomes[id]; ok {
+		if err := r.Outcome.UnmarshalBinary(b); err != nil {
+			panic("ledger: the memory store's own outcome does not decode: " + err.Error())
+		}
+	}
+	return r, nil
 }
 
 // Complete implements [Store]. It keeps a copy of o, in its binary form.
@@ -551,6 +674,7 @@ func (s *shard) sweep(m *Memory, at time.Duration) {
 		}
 		delete(s.entries, e.id)
 		delete(s.outcomes, e.id)
+		delete(s.approvals, e.id)
 		if e.state == Pending {
 			m.unpend(e)
 		}
@@ -578,6 +702,9 @@ func (s *shard) sweep(m *Memory, at time.Duration) {
 func (s *shard) shrink() {
 	if s.outcomes != nil && len(s.outcomes) == 0 {
 		s.outcomes = nil
+	}
+	if s.approvals != nil && len(s.approvals) == 0 {
+		s.approvals = nil
 	}
 	if s.peak < 1024 || len(s.entries) > s.peak/4 {
 		return

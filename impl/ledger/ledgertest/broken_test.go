@@ -2,6 +2,7 @@ package ledgertest
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -33,6 +34,10 @@ import (
 //     Spend succeeds, as if the approval were new.
 //   - blind: Complete writes the outcome whatever the state: no
 //     compare-and-set from acting at all.
+//   - self: Decide does not exclude the requester (no four-eyes).
+//   - twice: Decide records a decision whatever was decided before: the
+//     same approver again, or anyone after the outcome.
+//   - unapproved: Spend redeems without looking at the approvals.
 //   - late: Complete is a compare-and-set from acting that forgets the
 //     lease: a late writer overwrites in doubt. So that the model's clock
 //     agrees that the writer is late, a Spend with a [Short] lease returns
@@ -52,13 +57,16 @@ type brokenStore struct {
 	fired *atomic.Int64
 }
 
-type fault struct{ racy, rerun, blind, late bool }
+type fault struct{ racy, rerun, blind, late, self, twice, unapproved bool }
 
 func newBrokenStore(f fault, fired *atomic.Int64) *brokenStore {
 	return &brokenStore{m: spec{recs: map[ledger.ID]*specRecord{}}, fault: f, fired: fired}
 }
 
 func (s *brokenStore) Add(_ context.Context, c ledger.Confirmation) error {
+	if err := c.Approval.Check(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.m.recs[c.ID]; ok {
@@ -95,6 +103,12 @@ func (s *brokenStore) spend(id ledger.ID, to ledger.State, lease time.Duration) 
 		s.fired.Add(1) // the spec answers done
 		return r.Record, nil
 	}
+	if r, ok := s.m.at(id, time.Now()); s.unapproved && ok && to == ledger.Acting && r.State == ledger.Pending &&
+		time.Now().Before(r.Expires) && r.Approval != nil && approvals(r.Decisions) < r.Approval.Required {
+		s.fired.Add(1) // the spec answers awaiting approval
+		r.State, r.leaseEnd = to, time.Now().Add(lease)
+		return r.Record, nil
+	}
 	return s.m.Spend(id, to, lease, time.Now())
 }
 
@@ -102,7 +116,8 @@ func (s *brokenStore) racySpend(ctx context.Context, id ledger.ID, to ledger.Sta
 	now := time.Now()
 	s.mu.Lock()
 	r, ok := s.m.at(id, now)
-	pending := ok && r.State == ledger.Pending && now.Before(r.Expires)
+	pending := ok && r.State == ledger.Pending && now.Before(r.Expires) &&
+		(to == ledger.Cancelled || r.Approval == nil || approvals(r.Decisions) >= r.Approval.Required)
 	s.mu.Unlock()
 	// The window between check and act: every racer reads before any writes.
 	if l, racing := ctx.Value(startLineKey{}).(*startLine); racing {
@@ -138,6 +153,35 @@ func (s *brokenStore) Complete(ctx context.Context, id ledger.ID, o ledger.Outco
 		err = s.m.Complete(id, o, time.Now())
 	})
 	return err
+}
+
+func (s *brokenStore) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool) (r ledger.Record, err error) {
+	inTurn(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		now := time.Now()
+		r, err = s.m.Decide(id, p, approve, now)
+		rec, ok := s.m.recs[id]
+		if !ok || rec.State != ledger.Pending || !now.Before(rec.Expires) {
+			return
+		}
+		// The check the fault drops refused the decision: record it anyway.
+		if s.self && errors.Is(err, ledger.ErrSelfApproval) && listed(rec.Approval, p) || s.twice && errors.Is(err, ledger.ErrDecided) {
+			s.fired.Add(1)
+			rec.Decisions = append(slices.Clip(rec.Decisions), ledger.Decision{Approver: p.ID, Approve: approve, At: now})
+			if !approve {
+				rec.State = ledger.Cancelled
+			}
+			r, err = rec.Record, nil
+		}
+	})
+	return r, err
+}
+
+func (s *brokenStore) Lookup(_ context.Context, id ledger.ID) (ledger.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m.Lookup(id, time.Now())
 }
 
 // recorder is a rapid.TB that records a failure instead of failing the test.
@@ -215,6 +259,13 @@ func TestModelCatchesBrokenStores(t *testing.T) {
 			{"CompleteRace: two outcomes recorded for one confirmation", []string{"Issue", "CompleteRace"}}}},
 		{"complete after the lease", fault{late: true}, []caught{
 			{"Complete = ok, spec says in_doubt", []string{"Issue", "Redeem", "Complete|CompleteRace"}}}},
+		{"self-approval", fault{self: true}, []caught{
+			{"Decide = ok, spec says self_approval", []string{"Issue", "Decide|DecideRace"}}}},
+		{"decision recorded twice", fault{twice: true}, []caught{
+			{"Decide = ok, spec says decided", []string{"Issue", "Decide|DecideRace", "Decide|DecideRace"}},
+			{"Decide = ok, spec says decided", []string{"Issue", "DecideRace"}}}},
+		{"redeem before approval", fault{unapproved: true}, []caught{
+			{"Spend(acting) = ok, spec says awaiting_approval", []string{"Issue", "Redeem|RedeemRace"}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// rapid writes the failure it finds (here, on every run) as a
@@ -253,22 +304,33 @@ func TestModelCatchesBrokenStores(t *testing.T) {
 			}
 			t.Logf("caught in search %d of at most %d (%d checks each)", rounds, limit, checks)
 			out := strings.Join(r.msgs, "\n")
-			i := slices.IndexFunc(tc.any, func(c caught) bool { return strings.Contains(out, c.want) })
-			if i < 0 {
-				t.Fatalf("failure was none of %+v:\n%s", tc.any, out)
-			}
 			// The shrunk sequence is the shortest that shows the fault.
 			// (rapid does not always shrink a RedeemRace into a Redeem.)
-			shrunk := tc.any[i].shrunk
 			drawn := drawnAction.FindAllStringSubmatch(out, -1)
-			ok := len(drawn) == len(shrunk)
-			for i := 0; ok && i < len(drawn); i++ {
-				ok = slices.Contains(strings.Split(shrunk[i], "|"), drawn[i][1])
+			shrunkTo := func(shrunk []string) bool {
+				ok := len(drawn) == len(shrunk)
+				for i := 0; ok && i < len(drawn); i++ {
+					ok = slices.Contains(strings.Split(shrunk[i], "|"), drawn[i][1])
+				}
+				return ok
 			}
-			if !ok {
-				t.Fatalf("shrunk failing sequence is not %v:\n%s", shrunk, out)
+			if !slices.ContainsFunc(tc.any, func(c caught) bool { return strings.Contains(out, c.want) }) {
+				t.Fatalf("failure was none of %+v:\n%s", tc.any, out)
+			}
+			if !slices.ContainsFunc(tc.any, func(c caught) bool { return strings.Contains(out, c.want) && shrunkTo(c.shrunk) }) {
+				t.Fatalf("shrunk failing sequence is none of %+v:\n%s", tc.any, out)
 			}
 			t.Logf("caught and shrunk:\n%s", out)
 		})
 	}
+}
+
+// TestFaultlessStorePassesApprovals runs the approval checks against the
+// spec itself with no fault: the controls of Approvals and
+// ConcurrentDecide (TestSharedChecksCatchBrokenStores) fail only because
+// of their fault, and the model and the checks agree.
+func TestFaultlessStorePassesApprovals(t *testing.T) {
+	f := Factory{New: func(testing.TB) ledger.Store { return newBrokenStore(fault{}, new(atomic.Int64)) }}
+	t.Run("Approvals", func(t *testing.T) { Approvals(t, f) })
+	t.Run("ConcurrentDecide", func(t *testing.T) { ConcurrentDecide(t, f) })
 }

@@ -71,6 +71,20 @@ func (s *checkThenAddStore) Complete(context.Context, ledger.ID, ledger.Outcome)
 	return ledger.ErrNotActing
 }
 
+func (s *checkThenAddStore) Decide(context.Context, ledger.ID, ledger.Approver, bool) (ledger.Record, error) {
+	return ledger.Record{}, ledger.ErrInBand
+}
+
+func (s *checkThenAddStore) Lookup(_ context.Context, id ledger.ID) (ledger.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.m[id]
+	if !ok {
+		return ledger.Record{}, ledger.ErrUnknown
+	}
+	return ledger.Record{Confirmation: c, State: ledger.Pending}, nil
+}
+
 // capsControls are the negative controls of Caps (see controls).
 func capsControls() []control {
 	return []control{

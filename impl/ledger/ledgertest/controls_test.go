@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,22 @@ func (s goneStore) Complete(context.Context, ledger.ID, ledger.Outcome) error {
 	return errGone
 }
 
+func (s goneStore) Decide(context.Context, ledger.ID, ledger.Approver, bool) (ledger.Record, error) {
+	<-time.After(s.stall)
+	if s.answer != nil {
+		return ledger.Record{}, s.answer
+	}
+	return ledger.Record{}, errGone
+}
+
+func (s goneStore) Lookup(context.Context, ledger.ID) (ledger.Record, error) {
+	<-time.After(s.stall)
+	if s.answer != nil {
+		return ledger.Record{}, s.answer
+	}
+	return ledger.Record{}, errGone
+}
+
 // replayStore never marks a confirmation spent: every Spend succeeds, and
 // a replay runs again.
 type replayStore map[ledger.ID]ledger.Confirmation
@@ -64,6 +81,18 @@ func (s replayStore) Spend(_ context.Context, id ledger.ID, to ledger.State, _ t
 }
 
 func (s replayStore) Complete(context.Context, ledger.ID, ledger.Outcome) error { return nil }
+
+func (s replayStore) Decide(_ context.Context, id ledger.ID, _ ledger.Approver, _ bool) (ledger.Record, error) {
+	return s.Lookup(context.Background(), id)
+}
+
+func (s replayStore) Lookup(_ context.Context, id ledger.ID) (ledger.Record, error) {
+	c, ok := s[id]
+	if !ok {
+		return ledger.Record{}, ledger.ErrUnknown
+	}
+	return ledger.Record{Confirmation: c, State: ledger.Pending}, nil
+}
 
 // A control runs one of the shared checks against a store broken in the
 // way the check looks for; the check must fail with want.
@@ -105,13 +134,27 @@ func controls() []control {
 		{"OpenErrors/names no server", "does not name",
 			openErrors(func(context.Context, string) error { return errGone })},
 	}
+	broken := func(f fault) Factory {
+		return Factory{New: func(testing.TB) ledger.Store { return newBrokenStore(f, new(atomic.Int64)) }}
+	}
+	cs = append(cs,
+		control{"Approvals/self-approval", "want ledger: the requester cannot decide their own request",
+			func(t *testing.T) { Approvals(t, broken(fault{self: true})) }},
+		control{"Approvals/decided twice", "want ledger: approval already decided",
+			func(t *testing.T) { Approvals(t, broken(fault{twice: true})) }},
+		control{"Approvals/redeem before approval", "= <nil>, want ledger: confirmation awaiting out-of-band approval",
+			func(t *testing.T) { Approvals(t, broken(fault{unapproved: true})) }},
+		control{"ConcurrentDecide/decided twice", "both recorded a decision",
+			func(t *testing.T) { ConcurrentDecide(t, broken(fault{twice: true})) }},
+	)
 	return append(cs, capsControls()...)
 }
 
 const controlEnv = "LEDGERTEST_CONTROL"
 
 // TestSharedChecksCatchBrokenStores is the negative control for
-// GoneAway, Namespaces, RedeemOnce, OpenErrors and Caps: each control runs in a test
+// GoneAway, Namespaces, RedeemOnce, OpenErrors, Caps, Approvals and
+// ConcurrentDecide: each control runs in a test
 // process of its own (the checks run subtests, which fail their parent),
 // and must fail there with the check's message.
 func TestSharedChecksCatchBrokenStores(t *testing.T) {

@@ -61,8 +61,8 @@ func SilentAddr(t testing.TB) string {
 // pending) would be taken as the truth about the confirmation. It tries
 // a store closed by its owner (closed: opened on a working server, then
 // closed), one whose server is not listening and one whose server hangs
-// (at, given [ClosedAddr] and [SilentAddr]); on each, Add, Spend, Complete and the
-// store's own operations in more, by name.
+// (at, given [ClosedAddr] and [SilentAddr]); on each, Add, Spend, Complete,
+// Decide, Lookup and the store's own operations in more, by name.
 func GoneAway[S ledger.Store](t *testing.T, closed func(t *testing.T) S, at func(t *testing.T, addr string) S, more map[string]func(context.Context, S) error) {
 	const timeout = 300 * time.Millisecond
 	storeAt := func(addr string) func(t *testing.T) S {
@@ -87,6 +87,14 @@ func GoneAway[S ledger.Store](t *testing.T, closed func(t *testing.T) S, at func
 				},
 				"Complete": func(ctx context.Context) error {
 					return s.Complete(ctx, NewID(t), outcome(ledger.OutcomeDone))
+				},
+				"Decide": func(ctx context.Context) error {
+					_, err := s.Decide(ctx, NewID(t), ledger.Approver{ID: "alice"}, true)
+					return err
+				},
+				"Lookup": func(ctx context.Context) error {
+					_, err := s.Lookup(ctx, NewID(t))
+					return err
 				},
 			}
 			for name, op := range more {

@@ -28,6 +28,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,11 @@ type Factory struct {
 	// s, as another server replica would open it. Nil for stores that cannot
 	// be shared (memory).
 	Replica func(t testing.TB, s ledger.Store) ledger.Store
+	// InBandOnly says the store does not support out-of-band approval
+	// yet: the suite then checks that its Add refuses every confirmation
+	// that needs it (so none can be redeemed unapproved) and that Decide
+	// answers as for an in-band confirmation, instead of [Approvals].
+	InBandOnly bool
 }
 
 // Run runs the whole suite against the stores f makes.
@@ -58,6 +64,12 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Concurrent", func(t *testing.T) { Concurrent(t, f) })
 	t.Run("ConcurrentComplete", func(t *testing.T) { ConcurrentComplete(t, f) })
 	t.Run("Model", func(t *testing.T) { Model(t, f) })
+	if f.InBandOnly {
+		t.Run("InBandOnly", func(t *testing.T) { InBandOnly(t, f) })
+	} else {
+		t.Run("Approvals", func(t *testing.T) { Approvals(t, f) })
+		t.Run("ConcurrentDecide", func(t *testing.T) { ConcurrentDecide(t, f) })
+	}
 	if f.Replica != nil {
 		t.Run("Replicas", func(t *testing.T) { Replicas(t, f) })
 	}
@@ -109,7 +121,23 @@ func add(t testing.TB, s ledger.Store, c ledger.Confirmation) {
 func equal(a, b ledger.Confirmation) bool {
 	return a.ID == b.ID && a.Tool == b.Tool && a.ArgsDigest == b.ArgsDigest &&
 		a.Principal == b.Principal && a.Subject == b.Subject &&
-		a.Expires.Equal(b.Expires)
+		a.Expires.Equal(b.Expires) && sameApproval(a.Approval, b.Approval)
+}
+
+func sameApproval(a, b *ledger.Approval) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Required == b.Required && slices.Equal(a.Approvers, b.Approvers) &&
+		a.Requester == b.Requester && a.Question == b.Question
+}
+
+// sameDecisions reports whether two lists of decisions are the same, in
+// the same order, to the microsecond (what every store keeps).
+func sameDecisions(a, b []ledger.Decision) bool {
+	return slices.EqualFunc(a, b, func(x, y ledger.Decision) bool {
+		return x.Approver == y.Approver && x.Approve == y.Approve && x.At.Truncate(time.Microsecond).Equal(y.At.Truncate(time.Microsecond))
+	})
 }
 
 // Leases the suite redeems with, on every store's clock: Short is over

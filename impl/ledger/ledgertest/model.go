@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,10 +43,16 @@ func (m *spec) at(id ledger.ID, now time.Time) (*specRecord, bool) {
 	return r, ok
 }
 
-// answer is what a Spend of the spent record r gets (Replay).
+// answer is what a Spend of the spent record r gets (Replay): for one
+// cancelled, the record and ErrDeclined if an approver declined it.
 func answer(r *specRecord) (ledger.Record, error) {
 	switch r.State {
 	case ledger.Cancelled:
+		for _, d := range r.Decisions {
+			if !d.Approve {
+				return r.Record, ledger.ErrDeclined
+			}
+		}
 		return ledger.Record{}, ledger.ErrCancelled
 	case ledger.Acting:
 		return r.Record, ledger.ErrInProgress
@@ -56,7 +63,9 @@ func answer(r *specRecord) (ledger.Record, error) {
 }
 
 // Spend is Redeem (to = Acting) or Cancel (to = Cancelled): the atomic
-// compare-and-set on the store, at the store's time now.
+// compare-and-set on the store, at the store's time now. A Redeem of a
+// confirmation that needs out-of-band approval waits for the approvals
+// (ApprovedIn); a Cancel does not.
 func (m *spec) Spend(id ledger.ID, to ledger.State, lease time.Duration, now time.Time) (ledger.Record, error) {
 	r, ok := m.at(id, now)
 	switch {
@@ -66,6 +75,8 @@ func (m *spec) Spend(id ledger.ID, to ledger.State, lease time.Duration, now tim
 		return answer(r)
 	case !now.Before(r.Expires):
 		return ledger.Record{}, ledger.ErrExpired
+	case to == ledger.Acting && r.Approval != nil && approvals(r.Decisions) < r.Approval.Required:
+		return r.Record, ledger.ErrAwaitingApproval
 	}
 	r.State = to
 	if to == ledger.Acting {
@@ -92,6 +103,76 @@ func (m *spec) Complete(id ledger.ID, o ledger.Outcome, now time.Time) error {
 	r.State = o.Kind.State()
 	r.Outcome = o
 	return nil
+}
+
+// approvals counts the approving decisions.
+func approvals(ds []ledger.Decision) int {
+	n := 0
+	for _, d := range ds {
+		if d.Approve {
+			n++
+		}
+	}
+	return n
+}
+
+// Decide is an approver's decision (Ledger.tla's Decide), at the store's
+// time now: recorded only for a confirmation that needs out-of-band
+// approval, by a listed approver who is not its requester, once per
+// approver, before the outcome is decided, while pending and unexpired.
+// Refused, in the order the stores answer: in band, not an approver (the
+// requester, or unlisted), decided, cancelled, expired.
+func (m *spec) Decide(id ledger.ID, p ledger.Approver, approve bool, now time.Time) (ledger.Record, error) {
+	r, ok := m.at(id, now)
+	if !ok {
+		return ledger.Record{}, ledger.ErrUnknown
+	}
+	a := r.Approval
+	switch {
+	case a == nil:
+		return ledger.Record{}, ledger.ErrInBand
+	case a.Requester != "" && p.ID == a.Requester:
+		return ledger.Record{}, ledger.ErrSelfApproval
+	case !listed(a, p):
+		return ledger.Record{}, ledger.ErrNotApprover
+	}
+	decided := approvals(r.Decisions) >= a.Required
+	for _, d := range r.Decisions {
+		decided = decided || d.Approver == p.ID || !d.Approve
+	}
+	switch {
+	case decided || r.State != ledger.Pending && r.State != ledger.Cancelled:
+		return r.Record, ledger.ErrDecided
+	case r.State == ledger.Cancelled:
+		return r.Record, ledger.ErrCancelled
+	case !now.Before(r.Expires):
+		return r.Record, ledger.ErrExpired
+	}
+	r.Decisions = append(slices.Clip(r.Decisions), ledger.Decision{Approver: p.ID, Approve: approve, At: now})
+	if !approve {
+		r.State = ledger.Cancelled
+	}
+	return r.Record, nil
+}
+
+// listed reports whether p's ID or one of its groups is among a's approvers.
+func listed(a *ledger.Approval, p ledger.Approver) bool {
+	for _, n := range a.Approvers {
+		if n == p.ID || slices.Contains(p.Groups, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// Lookup reads the record of id at now, changing nothing but the lazy in
+// doubt.
+func (m *spec) Lookup(id ledger.ID, now time.Time) (ledger.Record, error) {
+	r, ok := m.at(id, now)
+	if !ok {
+		return ledger.Record{}, ledger.ErrUnknown
+	}
+	return r.Record, nil
 }
 
 // forgettable reports whether a store may have forgotten id by now: after
@@ -233,6 +314,9 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 		c := Fresh(rt)
 		c.ID = nextID()
 		c.Expires = now().Add(ttl).Truncate(time.Millisecond)
+		if !f.InBandOnly && rapid.Bool().Draw(rt, "outOfBand") {
+			c.Approval = drawApproval(rt)
+		}
 		if err := stores[0].Add(ctx, c); err != nil {
 			rt.Fatalf("Add: %v", err)
 		}
@@ -250,14 +334,30 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 			delete(m.recs, id) // forgotten, and stays so
 			return
 		}
-		if !errors.Is(gotErr, wantErr) || (wantErr == nil) != (gotErr == nil) {
+		if !errors.Is(gotErr, wantErr) || ledger.ResultOf(gotErr) != ledger.ResultOf(wantErr) || (wantErr == nil) != (gotErr == nil) {
 			rt.Logf("%s(#%d) via replica %d = %v, spec says %v", call, seq(id), via, gotErr, wantErr)
 			rt.Fatalf("%s = %v, spec says %v", call, ledger.ResultOf(gotErr), ledger.ResultOf(wantErr))
 		}
-		if (wantErr == nil || errors.Is(wantErr, ledger.ErrSpent)) && !sameRecord(got, want) {
+		if answersRecord(wantErr) && !sameRecord(got, want) {
 			rt.Logf("%s(#%d) via replica %d returned %+v, spec says %+v", call, seq(id), via, got, want)
 			rt.Fatalf("%s returned a record the spec does not hold", call)
 		}
+	}
+	// decided checks what a store answered to p's decision on id, and
+	// takes the time the store recorded it at: its own clock.
+	decided := func(rt *rapid.T, id ledger.ID, via int, p ledger.Approver, approve bool, got ledger.Record, gotErr error, before, after time.Time) {
+		want, wantErr := m.Decide(id, p, approve, before)
+		if wantErr == nil && gotErr == nil && len(got.Decisions) == len(want.Decisions) {
+			at := got.Decisions[len(got.Decisions)-1].At
+			if f.NewAt != nil && !at.Equal(before) || at.Before(before.Add(-time.Second)) || at.After(after.Add(time.Second)) {
+				rt.Logf("Decide(#%d) recorded at %v, called between %v and %v", seq(id), at, before, after)
+				rt.Fatalf("Decide recorded a decision at a time it was not called")
+			}
+			want.Decisions[len(want.Decisions)-1].At = at
+			r := m.recs[id]
+			r.Decisions[len(r.Decisions)-1].At = at
+		}
+		check(rt, "Decide", id, via, got, gotErr, want, wantErr, before)
 	}
 	spend := func(rt *rapid.T, to ledger.State) {
 		id := pick(rt)
@@ -271,7 +371,52 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 		want, wantErr := m.Spend(id, to, d, at)
 		check(rt, "Spend("+to.String()+")", id, via, got, gotErr, want, wantErr, at)
 	}
+	approver := func(rt *rapid.T) ledger.Approver {
+		return rapid.SampledFrom(approverPool).Draw(rt, "approver")
+	}
 	actions := map[string]func(*rapid.T){
+		"Decide": func(rt *rapid.T) {
+			id := pick(rt)
+			via := rapid.IntRange(0, len(stores)-1).Draw(rt, "replica")
+			p, approve := approver(rt), rapid.Bool().Draw(rt, "approve")
+			before := now()
+			got, err := stores[via].Decide(ctx, id, p, approve)
+			decided(rt, id, via, p, approve, got, err, before, now())
+		},
+		"DecideRace": func(rt *rapid.T) {
+			id := pick(rt)
+			n := rapid.IntRange(2, 6).Draw(rt, "deciders")
+			ps, approves := make([]ledger.Approver, n), make([]bool, n)
+			for i := range n {
+				ps[i], approves[i] = approver(rt), rapid.Bool().Draw(rt, "approve")
+			}
+			recs, errs := make([]ledger.Record, n), make([]error, n)
+			line := newStartLine(n)
+			before := now()
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() { recs[i], errs[i] = stores[i%len(stores)].Decide(racing(ctx, line, i), id, ps[i], approves[i]) })
+			}
+			wg.Wait()
+			after := now()
+			for _, i := range decisionOrder(recs, errs) {
+				decided(rt, id, i%len(stores), ps[i], approves[i], recs[i], errs[i], before, after)
+			}
+		},
+		"Lookup": func(rt *rapid.T) {
+			id := pick(rt)
+			via := rapid.IntRange(0, len(stores)-1).Draw(rt, "replica")
+			at := now()
+			got, err := stores[via].Lookup(ctx, id)
+			want, wantErr := m.Lookup(id, at)
+			if err == nil && wantErr == nil && want.State == ledger.Cancelled && want.Approval == nil {
+				// A cancelled confirmation approved in band may keep only
+				// its id and expiry (the memory store drops the rest).
+				got.Confirmation = ledger.Confirmation{ID: got.ID, Expires: got.Expires}
+				want.Confirmation = ledger.Confirmation{ID: want.ID, Expires: want.Expires}
+			}
+			check(rt, "Lookup", id, via, got, err, want, wantErr, at)
+		},
 		"Issue":        func(rt *rapid.T) { issue(rt, time.Hour) },
 		"IssueExpired": func(rt *rapid.T) { issue(rt, -time.Second) },
 		"Redeem":       func(rt *rapid.T) { spend(rt, ledger.Acting) },
@@ -330,9 +475,61 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 	rt.Repeat(actions)
 }
 
+// answersRecord reports whether a call that wants err must return the
+// spec's record with it: on success, and with every answer from a record.
+func answersRecord(err error) bool {
+	return err == nil || errors.Is(err, ledger.ErrSpent) || errors.Is(err, ledger.ErrDeclined) ||
+		errors.Is(err, ledger.ErrAwaitingApproval) || errors.Is(err, ledger.ErrDecided)
+}
+
+// The approvers the model test draws: alice listed by ID, bob and carol
+// by group, mallory in no listed group.
+var approverPool = []ledger.Approver{
+	{ID: "alice"},
+	{ID: "bob", Groups: []string{"group:ops"}},
+	{ID: "carol\x00é", Groups: []string{"group:x", "group:ops"}},
+	{ID: "mallory", Groups: []string{"group:x"}},
+}
+
+// drawApproval draws the out-of-band approval of a confirmation: one or
+// two approvals, its requester none, an approver or a listed one, and a
+// question a lossy store would mangle.
+func drawApproval(rt *rapid.T) *ledger.Approval {
+	return &ledger.Approval{
+		Required:  rapid.IntRange(1, 2).Draw(rt, "required"),
+		Approvers: []string{"alice", "group:ops"},
+		Requester: rapid.SampledFrom([]string{"", "alice", "bob", "mallory"}).Draw(rt, "requester"),
+		Question:  "Delete «a\u2068b\u2069»?\x00",
+	}
+}
+
+// decisionOrder orders the racers of one DecideRace for the spec: by the
+// number of decisions each saw recorded (a success counts the decisions
+// before its own), those that saw none of the record (refused for who
+// they are) first, and at each count the refused before the one that
+// added a decision.
+func decisionOrder(recs []ledger.Record, errs []error) []int {
+	key := func(i int) int {
+		switch {
+		case errs[i] == nil:
+			return 2*(len(recs[i].Decisions)-1) + 1
+		case len(recs[i].Decisions) == 0 && recs[i].Approval == nil:
+			return -1
+		}
+		return 2 * len(recs[i].Decisions)
+	}
+	order := make([]int, len(errs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return key(a) - key(b) })
+	return order
+}
+
 // linearized orders the racers of one race, whose calls returned errs, for
-// the spec: the one that succeeded (if any) first, then the others. If two
-// succeeded, it fails with twice, what the race let happen.
+// the spec: those told to await approval, the one that succeeded (if any),
+// then the others. If two succeeded, it fails with twice, what the race
+// let happen.
 func linearized(rt *rapid.T, errs []error, twice string) []int {
 	winner := -1
 	for i, err := range errs {
@@ -344,12 +541,19 @@ func linearized(rt *rapid.T, errs []error, twice string) []int {
 			winner = i
 		}
 	}
+	// A Redeem told to await approval found the confirmation pending: it
+	// came before a winning Cancel.
 	order := make([]int, 0, len(errs))
+	for i, err := range errs {
+		if errors.Is(err, ledger.ErrAwaitingApproval) {
+			order = append(order, i)
+		}
+	}
 	if winner >= 0 {
 		order = append(order, winner)
 	}
-	for i := range errs {
-		if i != winner {
+	for i, err := range errs {
+		if i != winner && !errors.Is(err, ledger.ErrAwaitingApproval) {
 			order = append(order, i)
 		}
 	}
@@ -357,9 +561,10 @@ func linearized(rt *rapid.T, errs []error, twice string) []int {
 }
 
 // sameRecord reports whether a store's record is the spec's: the same
-// confirmation, state and outcome.
+// confirmation (its approval included), state, outcome and decisions.
 func sameRecord(got, want ledger.Record) bool {
-	return equal(got.Confirmation, want.Confirmation) && got.State == want.State && sameOutcome(got.Outcome, want.Outcome)
+	return equal(got.Confirmation, want.Confirmation) && got.State == want.State && sameOutcome(got.Outcome, want.Outcome) &&
+		sameDecisions(got.Decisions, want.Decisions)
 }
 
 // seq is the number of a model id, for messages that read the same on

@@ -453,10 +453,15 @@ var errClosed = errors.New("pgledger: store closed")
 
 // Add implements [ledger.Store]. At most once per SweepEvery it first
 // sweeps; a failed sweep is not reported (the insert reports a database
-// that went away).
+// that went away). It refuses a confirmation that needs out-of-band
+// approval: this store does not record decisions yet, and must not hold a
+// confirmation it would let be redeemed unapproved.
 func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 	if s.closed.Load() {
 		return errClosed
+	}
+	if c.Approval != nil {
+		return fmt.Errorf("pgledger: add %s: %w", c.ID, errNoApprovals)
 	}
 	now := s.now().UnixNano()
 	if last := s.lastSweep.Load(); now-last >= int64(s.sweepEvery) && s.lastSweep.CompareAndSwap(last, now) {
@@ -541,6 +546,33 @@ func (s *Store) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) er
 	}
 	_, err = r.answer()
 	return err
+}
+
+var errNoApprovals = errors.New("out-of-band approval is not supported by this store yet")
+
+// Decide implements [ledger.Store]. This store holds no confirmation that
+// needs out-of-band approval (Add refuses them): the answer is ErrInBand,
+// or the error Lookup gives.
+func (s *Store) Decide(ctx context.Context, id ledger.ID, _ ledger.Approver, _ bool) (ledger.Record, error) {
+	if _, err := s.Lookup(ctx, id); err != nil {
+		return ledger.Record{}, err
+	}
+	return ledger.Record{}, ledger.ErrInBand
+}
+
+// Lookup implements [ledger.Store]: one statement, which changes nothing.
+func (s *Store) Lookup(ctx context.Context, id ledger.ID) (ledger.Record, error) {
+	if s.closed.Load() {
+		return ledger.Record{}, errClosed
+	}
+	var r row
+	if err := r.scan(id, s.pool.QueryRow(ctx, s.readSQL, s.ns, id[:])); err != nil {
+		return ledger.Record{}, fmt.Errorf("pgledger: lookup %s: %w", id, err)
+	}
+	if !r.found {
+		return ledger.Record{}, ledger.ErrUnknown
+	}
+	return r.Record, nil
 }
 
 // decide runs change (spendSQL or completeSQL, with args after the

@@ -512,10 +512,15 @@ func (s *Store) principalKey(principal string) string {
 	return s.principals + hex.EncodeToString(h[:])
 }
 
-// Add implements [ledger.Store].
+// Add implements [ledger.Store]. It refuses a confirmation that needs
+// out-of-band approval: this store does not record decisions yet, and
+// must not hold a confirmation it would let be redeemed unapproved.
 func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 	if s.closed.Load() {
 		return errClosed
+	}
+	if c.Approval != nil {
+		return fmt.Errorf("redisledger: add %s: %w", c.ID, errNoApprovals)
 	}
 	v, err := encode(c)
 	if err != nil {
@@ -663,6 +668,84 @@ func (s *Store) complete(ctx context.Context, id ledger.ID, o ledger.Outcome, no
 		}
 	}
 	return fmt.Errorf("redisledger: complete %s: %w: reply %d %q", id, errCorrupt, code, st)
+}
+
+var errNoApprovals = errors.New("out-of-band approval is not supported by this store yet")
+
+// Decide implements [ledger.Store]. This store holds no confirmation that
+// needs out-of-band approval (Add refuses them): the answer is ErrInBand,
+// or the error Lookup gives.
+func (s *Store) Decide(ctx context.Context, id ledger.ID, _ ledger.Approver, _ bool) (ledger.Record, error) {
+	if _, err := s.Lookup(ctx, id); err != nil {
+		return ledger.Record{}, err
+	}
+	return ledger.Record{}, ledger.ErrInBand
+}
+
+// lookupScript reads a confirmation's keys and the server's clock in one
+// atomic step. KEYS: entry, record. Returns {entry or false, record or
+// false, seconds, microseconds}.
+var lookupScript = redis.NewScript(`
+local t = redis.call('TIME')
+return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]), t[1], t[2]}
+`)
+
+// Lookup implements [ledger.Store]: one script, which changes nothing.
+func (s *Store) Lookup(ctx context.Context, id ledger.ID) (ledger.Record, error) {
+	if s.closed.Load() {
+		return ledger.Record{}, errClosed
+	}
+	entry, record, _ := s.keys(id)
+	reply, err := lookupScript.Run(ctx, s.client, []string{entry, record}).Slice()
+	if err != nil {
+		return ledger.Record{}, s.callError("lookup", id, err)
+	}
+	v, r, now, err := lookupReply(reply)
+	switch {
+	case err != nil:
+		return ledger.Record{}, fmt.Errorf("redisledger: lookup %s: %w", id, err)
+	case v == "" && r == "":
+		return ledger.Record{}, ledger.ErrUnknown
+	case v == "":
+		return ledger.Record{}, fmt.Errorf("redisledger: lookup %s: %w: record without its entry", id, errCorrupt)
+	case r == "":
+		c, err := decode(id, v)
+		if err != nil {
+			return ledger.Record{}, fmt.Errorf("redisledger: lookup %s: %w", id, err)
+		}
+		return ledger.Record{Confirmation: c, State: ledger.Pending}, nil
+	}
+	rec, _, err := readRecord(id, v, r)
+	if err != nil {
+		return ledger.Record{}, fmt.Errorf("redisledger: lookup %s: %w", id, err)
+	}
+	if lease, err := strconv.ParseInt(r[recLease:recComplete], 10, 64); rec.State == ledger.Acting && err == nil && now >= lease {
+		rec.State = ledger.InDoubt // the lease ended with no outcome, as the next Spend will record
+	}
+	return rec, nil
+}
+
+// lookupReply reads lookupScript's reply: the entry and the record ("" if
+// absent), and the server's clock in unix microseconds.
+func lookupReply(reply []any) (v, r string, now int64, err error) {
+	if len(reply) != 4 {
+		return "", "", 0, fmt.Errorf("%w: reply %v", errCorrupt, reply)
+	}
+	for i, dst := range []*string{&v, &r} {
+		switch x := reply[i].(type) {
+		case string:
+			*dst = x
+		case nil:
+		default:
+			return "", "", 0, fmt.Errorf("%w: reply %v", errCorrupt, reply)
+		}
+	}
+	sec, err1 := strconv.ParseInt(fmt.Sprint(reply[2]), 10, 64)
+	usec, err2 := strconv.ParseInt(fmt.Sprint(reply[3]), 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", "", 0, fmt.Errorf("%w: clock %v %v", errCorrupt, reply[2], reply[3])
+	}
+	return v, r, sec*1_000_000 + usec, nil
 }
 
 // scriptReply reads a script's reply: a code, then up to two strings (a
