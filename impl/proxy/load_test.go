@@ -530,8 +530,8 @@ func startProxy(tb testing.TB, name, era string) *loadTarget {
 	if err := os.WriteFile(policy, []byte("name = \"echo\"\nallow = [\"echo\"]\n"), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	cmd := exec.Command(proxyBinary(tb), "proxy", "--http", "127.0.0.1:0", "--insecure-no-auth", "--policy", policy, "--", os.Args[0])
-	cmd.Env = append(os.Environ(), roleEnv+"="+roleUpstream)
+	cmd := exec.Command(proxyBinary(tb), "proxy", "--http", "127.0.0.1:0", "--insecure-no-auth", "--policy", policy,
+		"--upstream-env", roleEnv+"="+roleUpstream, "--", os.Args[0])
 	return startTarget(tb, name, era, 0, cmd)
 }
 

@@ -19,7 +19,8 @@ import (
 // benchmarks (load_test.go): a stdio upstream, or a minimal forwarder from
 // HTTP to that upstream built on go-sdk or on mcp-go. Each runs in a
 // process of its own, as the proxy does, so that no two share a collector.
-const roleEnv = "MCP_CONFIRM_BENCH_ROLE"
+// (Not MCP_CONFIRM_*: the proxy never passes its own variables upstream.)
+const roleEnv = "PROXY_BENCH_ROLE"
 
 // Roles of a re-executed test binary.
 const (
