@@ -31,6 +31,15 @@
 //     name, instructions — goes into it. Arguments it could not show as the
 //     upstream will read them (bytes that are not UTF-8, lone surrogates,
 //     anything but an object) are refused before asking, saying where.
+//   - Checked against the tool's input schema. Before asking, the arguments
+//     are validated against the input schema the upstream lists for the
+//     tool, with github.com/google/jsonschema-go (go-sdk's validator; draft
+//     2020-12 and draft-07, no remote $ref fetched). A value of a JSON type
+//     the schema does not allow is refused naming its place and the types
+//     wanted; any other mismatch, and a schema in another draft or that does
+//     not resolve, are refused too; nothing is asked, issued or forwarded
+//     (TestProxySchemaTypeMismatchRefused). The schema is the upstream's
+//     own: one that allows anything checks nothing.
 //   - Binding. The sealed requestState binds the tool, the digest of the
 //     exact canonical arguments, the principal, the audience and the
 //     fingerprint of the upstream's tool definition ([Fingerprint]: name,

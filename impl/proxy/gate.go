@@ -146,6 +146,9 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 			if err != nil {
 				return confirm.Question{}, err
 			}
+			if err := checkSchema(def, canon); err != nil {
+				return confirm.Question{}, err
+			}
 			return confirm.Question{Message: msg, Subject: fp}, nil
 		},
 		Act: func(ctx context.Context, approved ledger.Confirmation) (*mcp.CallToolResult, error) {

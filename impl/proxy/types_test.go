@@ -112,3 +112,75 @@ func lineOf(q, line string) bool {
 	}
 	return false
 }
+
+// Before asking, the arguments are checked against the tool's input
+// schema (with jsonschema-go, go-sdk's validator). A value of the wrong
+// JSON type is refused by the proxy with its place and the type the schema
+// wants; any other mismatch, or a schema the proxy cannot check, is
+// refused too. Nothing is asked, issued or forwarded. Controls: the same
+// tool with matching arguments is asked and runs.
+func TestProxySchemaTypeMismatchRefused(t *testing.T) {
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"force": map[string]any{"type": "boolean"},
+			"count": map[string]any{"type": "integer"},
+			"ratio": map[string]any{"type": "number"},
+			"maybe": map[string]any{"type": []string{"string", "null"}},
+			"opts": map[string]any{"type": "object", "properties": map[string]any{
+				"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+			}},
+			"mode": map[string]any{"$ref": "#/$defs/mode"},
+		},
+		"$defs":    map[string]any{"mode": map[string]any{"type": "string"}},
+		"required": []string{"force"},
+	}
+	tests := []struct {
+		name, args string
+		want       string // in the refusal; "" means asked and run
+	}{
+		{"string for a boolean", `{"force":"false"}`, "the argument «\u2068force\u2069» is a string, but the input schema of «\u2068typed\u2069» wants a boolean"},
+		{"number for a boolean", `{"force":0}`, "«\u2068force\u2069» is an integer, but the input schema of «\u2068typed\u2069» wants a boolean"},
+		{"fraction for an integer", `{"force":true,"count":1.5}`, "«\u2068count\u2069» is a number, but the input schema of «\u2068typed\u2069» wants an integer"},
+		{"string for a number", `{"force":true,"ratio":"0.5"}`, "«\u2068ratio\u2069» is a string, but the input schema of «\u2068typed\u2069» wants a number"},
+		{"array item", `{"force":true,"opts":{"tags":["a",5]}}`, "the value at «\u2068opts\u2069».«\u2068tags\u2069»[1] is an integer, but the input schema of «\u2068typed\u2069» wants a string"},
+		{"through a $ref", `{"force":true,"mode":["fast"]}`, "«\u2068mode\u2069» is an array, but the input schema of «\u2068typed\u2069» wants a string"},
+		{"boolean for a string or null", `{"force":true,"maybe":false}`, "«\u2068maybe\u2069» is a boolean, but the input schema of «\u2068typed\u2069» wants one of a string, null"},
+		{"required argument missing", `{"count":1}`, "do not match the input schema of «\u2068typed\u2069»"},
+		{"control: every type right", `{"force":false,"count":3,"ratio":0.5,"maybe":null,"opts":{"tags":["a"]},"mode":"fast"}`, ""},
+		{"control: an integer for a number", `{"force":true,"ratio":2}`, ""},
+	}
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			u := newUpstream(t, eraMRTR)
+			sent := rawTool(u, "typed", schema)
+			odd := rawTool(u, "odd", map[string]any{"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "object"})
+			e := newEnv(t, envOptions{up: u})
+			a := mcptest.Accept()
+			cs := e.connect(clientOptions{era: era, answer: a})
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					asked, issued, ran := len(a.Questions()), e.issued(), len(sent())
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "typed", Arguments: json.RawMessage(tt.args)})
+					if tt.want == "" {
+						wantResult(t, res, err, "ran")
+						if len(a.Questions()) != asked+1 || len(sent()) != ran+1 {
+							t.Fatalf("control: asked %d, ran %d times, want once each", len(a.Questions())-asked, len(sent())-ran)
+						}
+						return
+					}
+					mcptest.WantToolRefusal(t, res, err, tt.want)
+					mcptest.WantToolRefusal(t, res, err, "Nothing was asked or sent.")
+					if len(a.Questions()) != asked || e.issued() != issued || len(sent()) != ran {
+						t.Fatalf("asked %d, issued %d, forwarded %d; want none", len(a.Questions())-asked, e.issued()-issued, len(sent())-ran)
+					}
+				})
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "odd", Arguments: json.RawMessage(`{}`)})
+			mcptest.WantToolRefusal(t, res, err, "a JSON Schema draft the proxy cannot check")
+			if len(odd()) != 0 {
+				t.Fatal("a call under a schema the proxy cannot check was forwarded")
+			}
+		})
+	}
+}
