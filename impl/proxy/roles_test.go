@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 
 	mcpgoclient "github.com/mark3labs/mcp-go/client"
@@ -37,7 +38,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if proxyBin != "" {
+		os.RemoveAll(filepath.Dir(proxyBin))
+	}
+	os.Exit(code)
 }
 
 func runRole(role string) error {
