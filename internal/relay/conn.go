@@ -283,22 +283,25 @@ func fresh(res *mcp.CallToolResult) *mcp.CallToolResult {
 // log level travel on, since that upstream asks through input_required
 // results, which the relay passes on to that same client.
 func (c *conn) forwardMeta(m mcp.Meta) mcp.Meta {
-	out := mcp.Meta{}
+	var out mcp.Meta // allocated only if something travels on
+	put := func(k string, v any) {
+		if out == nil {
+			out = make(mcp.Meta, len(m))
+		}
+		out[k] = v
+	}
 	for k, v := range m {
 		if !strings.HasPrefix(k, metaPrefix) {
-			out[k] = v
+			put(k, v)
 		}
 	}
-	if c.modern() {
+	if len(m) > 0 && c.modern() {
 		//lint:ignore SA1019 the client's log level (logging is deprecated by SEP-2577) travels on to a 2026-07-28 upstream that asks in-band
 		for _, k := range []string{mcp.MetaKeyClientCapabilities, mcp.MetaKeyLogLevel} {
 			if v, ok := m[k]; ok {
-				out[k] = v
+				put(k, v)
 			}
 		}
-	}
-	if len(out) == 0 {
-		return nil
 	}
 	return out
 }

@@ -190,15 +190,16 @@ type wireCall struct {
 // wireResult is a tools/call result as the relay reads it cheaply: when it
 // holds anything but text content, or asks for input, go-sdk decodes it.
 type wireResult struct {
-	Meta              mcp.Meta          `json:"_meta,omitempty"`
-	Content           []json.RawMessage `json:"content"`
-	StructuredContent any               `json:"structuredContent,omitempty"`
-	IsError           bool              `json:"isError,omitempty"`
-	InputRequests     json.RawMessage   `json:"inputRequests,omitempty"`
-	RequestState      string            `json:"requestState,omitempty"`
+	Meta              mcp.Meta        `json:"_meta,omitempty"`
+	Content           []wireText      `json:"content"`
+	StructuredContent any             `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+	InputRequests     json.RawMessage `json:"inputRequests,omitempty"`
+	RequestState      string          `json:"requestState,omitempty"`
 }
 
-// wireText is a text content item; an item with any other field is not.
+// wireText is a content item read as text; go-sdk too keeps only these
+// fields of a text item.
 type wireText struct {
 	Type        string           `json:"type"`
 	Text        *string          `json:"text"`
@@ -229,15 +230,12 @@ func decodeTextResult(raw json.RawMessage) (*mcp.CallToolResult, bool) {
 		return nil, false
 	}
 	res := &mcp.CallToolResult{Meta: w.Meta, StructuredContent: w.StructuredContent, IsError: w.IsError,
-		RequestState: w.RequestState, Content: make([]mcp.Content, 0, len(w.Content))}
-	for _, item := range w.Content {
-		var t wireText
-		dec := json.NewDecoder(bytes.NewReader(item))
-		dec.DisallowUnknownFields()
-		if dec.Decode(&t) != nil || t.Type != "text" || t.Text == nil {
+		RequestState: w.RequestState, Content: make([]mcp.Content, len(w.Content))}
+	for i, t := range w.Content {
+		if t.Type != "text" || t.Text == nil {
 			return nil, false
 		}
-		res.Content = append(res.Content, &mcp.TextContent{Text: *t.Text, Meta: t.Meta, Annotations: t.Annotations})
+		res.Content[i] = &mcp.TextContent{Text: *t.Text, Meta: t.Meta, Annotations: t.Annotations}
 	}
 	return res, true
 }
