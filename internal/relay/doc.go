@@ -107,4 +107,11 @@
 // ends. A session on the shared connection releases the resource
 // subscriptions it still holds when it ends
 // (TestRelaySharedSessionReleasesSubscriptions).
+//
+// On each connection but go-sdk's streamable and SSE client ones, the
+// relay sends tools/call itself beside the go-sdk client session, under ids
+// go-sdk never uses, and reads a text result with the standard library
+// rather than go-sdk's decoder and its 32 KiB buffer per decode
+// (TestDecodeResultAsGoSDK: the same result either way); everything else
+// on the connection is go-sdk's.
 package relay
