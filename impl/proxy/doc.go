@@ -65,7 +65,11 @@
 //     shared Redis or PostgreSQL store, replicas share this guarantee. When
 //     an upstream of the 2026-07-28 era asks a follow-up question inside an
 //     approved call, the round that carries the answer is itself a
-//     single-use record.
+//     single-use record. TestFrontEndSuite runs the contract every
+//     confirming front end keeps (package confirmtest: spent twice,
+//     replay, racers, lost reply, crash, replicas, principal, declined,
+//     no elicitation, expired) against the proxy, counting the calls the
+//     upstream received.
 //
 // # What it cannot guarantee
 //

@@ -5,7 +5,9 @@
 // What it guarantees: every tools/call, prompts/get and resources/read
 // passes through the boundary (installed before any tool can run), and
 // delete_file acts only through the confirmation flow. Over HTTP it serves
-// both protocol eras from one address.
+// both protocol eras from one address. TestFrontEndSuite runs the contract
+// every confirming front end keeps (package confirmtest) against it,
+// counting the files deleted.
 //
 // What it does not do: authenticate clients. Its Handler serves whoever
 // reaches it, every caller the same (empty) principal, unless it runs

@@ -23,7 +23,11 @@
 // store handle it passes one replica commits a Redeem and then fails, as
 // a replica dying right after would leave it) and opens the shared stores.
 // A front end's test supplies a [Factory]; it keeps only the tests of what
-// is its own.
+// is its own. The reference server (internal/server) and the proxy
+// (impl/proxy) run it as TestFrontEndSuite; the suite's negative control,
+// TestSuiteCatchesBrokenFrontEnds, runs it against seven broken front ends
+// and requires each to fail exactly the cases that catch its fault (one
+// that acts without redeeming, one with a ledger of its own, …).
 //
 // The shared-store cases run against every store whose URL is set in
 // MCP_CONFIRM_REDIS_URL and MCP_CONFIRM_POSTGRES_URL, and skip, naming
