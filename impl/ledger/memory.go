@@ -474,12 +474,6 @@ func (s *shard) record(m *Memory, e *entry, at time.Duration) (Record, error) {
 		return Record{}, ErrCancelled
 	}
 	r := s.full(m, e)
-	if b, ok := s.outcomes[e.id]; ok {
-		// A copy: the record stays the store's.
-		if err := r.Outcome.UnmarshalBinary(b); err != nil {
-			panic("ledger: the memory store's own outcome does not decode: " + err.Error())
-		}
-	}
 	switch e.state {
 	case Acting:
 		return r, ErrInProgress
@@ -489,7 +483,7 @@ func (s *shard) record(m *Memory, e *entry, at time.Duration) (Record, error) {
 	return r, ErrInDoubt
 }
 
-// full rebuilds the Record of e, with its approval and decisions but no
+// full rebuilds the Record of e, with its approval, decisions and
 // outcome. s is locked.
 func (s *shard) full(m *Memory, e *entry) Record {
 	appr := s.approvals[e.id]
@@ -500,6 +494,12 @@ func (s *shard) full(m *Memory, e *entry) Record {
 	r := Record{Confirmation: m.confirmation(e), State: e.state}
 	if appr != nil {
 		r.Approval, r.Decisions = appr.approval.clone(), slices.Clone(appr.decisions)
+	}
+	if b, ok := s.outcomes[e.id]; ok {
+		// A copy: the record stays the store's.
+		if err := r.Outcome.UnmarshalBinary(b); err != nil {
+			panic("ledger: the memory store's own outcome does not decode: " + err.Error())
+		}
 	}
 	return r
 }
@@ -554,13 +554,7 @@ func (m *Memory) Lookup(_ context.Context, id ID) (Record, error) {
 	if e.state == Acting && at >= e.leaseEnd {
 		e.state = InDoubt // for good, as record decides it
 	}
-	r := s.full(m, e)
-	if b, ok := s.outcomes[id]; ok {
-		if err := r.Outcome.UnmarshalBinary(b); err != nil {
-			panic("ledger: the memory store's own outcome does not decode: " + err.Error())
-		}
-	}
-	return r, nil
+	return s.full(m, e), nil
 }
 
 // Complete implements [Store]. It keeps a copy of o, in its binary form.

@@ -52,11 +52,25 @@
 // and the answer is unknown. Nothing needs sweeping and the store starts
 // no goroutines.
 //
+// Out-of-band approval: a confirmation that needs it has a third key, its
+// decisions. Spend will not move it to acting until the decisions hold
+// the approvals it needs (the same script checks). Decide reads the entry
+// and checks the approver against its Approval in Go (the entry never
+// changes), then runs one script that checks the entry is the one read
+// and, atomically on Redis's clock, records the decision only if the
+// confirmation is pending and unexpired, this approver has not decided
+// and the outcome is not decided (all approvals in, or a decline); a
+// decline writes the record, cancelled, and drops the id from the pending
+// set in the same step. A replica of a version before out-of-band
+// approval finds no expiry in such an entry's header and refuses it as
+// corrupt, rather than redeem it unapproved.
+//
 // A command that go-redis retries after a lost reply (a dropped connection)
-// is recognised: each call carries a random nonce, kept in the entry (Add)
-// or in the record (Spend, Complete), and a retry of the call that already
-// added, spent or completed the entry gets that success back instead of
-// [ledger.ErrExists], an answer from the record, or [ledger.ErrDone].
+// is recognised: each call carries a random nonce, kept in the entry (Add),
+// the record (Spend, Complete) or the decision (Decide), and a retry of the
+// call that already added, spent, completed or decided gets that success
+// back instead of [ledger.ErrExists], an answer from the record,
+// [ledger.ErrDone] or [ledger.ErrDecided].
 //
 // # What it does not guarantee
 //
@@ -89,15 +103,19 @@
 // MaxPendingPerPrincipal those of a principal; they do not bound spent
 // ones, which are at most the spend rate times (TTL + Grace) (or the
 // lease plus Grace, if longer), nor the number of principals (authenticate
-// callers, so that each principal costs an attacker an identity). Set
+// callers, so that each principal costs an attacker an identity). A
+// confirmation that needs out-of-band approval also keeps its Approval in
+// its entry (its question up to [ledger.MaxQuestion] bytes) and a hash of
+// at most [ledger.MaxRequired]+1 decisions, as long as the entry. Set
 // maxmemory with headroom.
 //
 // Keys are Namespace+"c4:"+hex(id) for entries, Namespace+"r4:"+hex(id)
-// for records, Namespace+"pending" for the set of pending ids, scored by
-// expiry, and Namespace+"u:"+hex(SHA-256(principal)) for each principal's
-// set of ids, scored alike. Add touches all four and Spend three, so on
-// Redis Cluster the namespace must contain a hash tag ("{...}", as the
-// default does) to put them in one slot. The store needs Redis 7.0 or
+// for records, Namespace+"d4:"+hex(id) for decisions, Namespace+"pending"
+// for the set of pending ids, scored by expiry, and
+// Namespace+"u:"+hex(SHA-256(principal)) for each principal's set of ids,
+// scored alike. Add touches four, Spend and Decide four, so on Redis
+// Cluster the namespace must contain a hash tag ("{...}", as the default
+// does) to put them in one slot. The store needs Redis 7.0 or
 // later (SET NX GET, PEXPIREAT GT): [Open] checks; with [New], the caller
 // must.
 //
@@ -138,6 +156,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -193,6 +212,7 @@ type Store struct {
 	records    string // key prefix of records
 	pendingKey string
 	principals string // key prefix of the principals' sets
+	decisions  string // key prefix of the decisions on confirmations
 	grace      time.Duration
 	graceArg   any // grace in milliseconds, rounded up, boxed once
 	maxPending int
@@ -233,6 +253,7 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 		s.maxPer = ledger.DefaultMaxPendingPerPrincipal
 	}
 	s.entries, s.records, s.pendingKey, s.principals = s.ns+"c4:", s.ns+"r4:", s.ns+"pending", s.ns+"u:"
+	s.decisions = s.ns + "d4:"
 	s.maxArg, s.maxPerArg, s.graceArg = s.maxPending, s.maxPer, ceilDuration(s.grace, time.Millisecond)
 	return s, nil
 }
@@ -319,10 +340,17 @@ var errClosed = errors.New("redisledger: store closed")
 //	0       16    nonce of the Add that made it
 //	16      19    Expires in unix microseconds, rounded up, as zero-padded
 //	              decimal digits: the scripts decide expiry with it, and
-//	              the Add script scores the pending set with it
+//	              the Add script scores the pending set with it. For a
+//	              confirmation that needs out-of-band approval, 'A', the
+//	              approvals it needs in 2 digits, then Expires in 16: a
+//	              script of an earlier version, which knows nothing of
+//	              approvals, finds no number there and refuses it as a
+//	              corrupt entry rather than redeem it unapproved
 //	35      ...   Tool, ArgsDigest, Principal, Subject, each as a uvarint
-//	              length and its bytes; then Expires exactly
-//	              (time.MarshalBinary)
+//	              length and its bytes; for one that needs out-of-band
+//	              approval, then its Requester, Question and the number of
+//	              its Approvers and each of them, alike; then Expires
+//	              exactly (time.MarshalBinary)
 //
 // Its record, written by the Spend that won and rewritten by the Complete
 // that won:
@@ -338,6 +366,15 @@ var errClosed = errors.New("redisledger: store closed")
 //	              ([ledger.Outcome.MarshalBinary]); none while acting, nor
 //	              for a lease that ended without one
 //
+// A confirmation that needs out-of-band approval has a third key, its
+// decisions: a hash with a field "a:"+ID per approver who decided, whose
+// value is '+' (approved) or '-' (declined), the decision's number (2
+// digits, from 01), the store's clock when it was recorded (19 digits of
+// unix microseconds) and the nonce of the Decide that recorded it; "n",
+// the number of decisions, and "y", of approvals. A decline also writes
+// the record, cancelled, as a Cancel would. The hash lives as long as the
+// entry.
+//
 // The scripts spell these offsets out (Lua counts from 1): keep them in step.
 const (
 	nonceLen = 16
@@ -348,6 +385,11 @@ const (
 	recComplete = recLease + 19
 	recHead     = recComplete + nonceLen
 
+	// The header of an entry that needs out-of-band approval.
+	approvalMark  = 'A'
+	approvalExpAt = offExp + 3 // 'A', 2 digits
+	maxApprovalUS = 9_999_999_999_999_999
+
 	stateActing    = 'a'
 	stateDone      = 'd'
 	stateFailed    = 'f'
@@ -355,13 +397,25 @@ const (
 	stateCancelled = 'c'
 )
 
+// expiryLua is the scripts' reading of an entry's header: its expiry in
+// unix microseconds (a string of digits, exact; tonumber it to compare)
+// and the approvals it needs (0: none, in band).
+const expiryLua = `
+local function expiry(v)
+  if string.sub(v, 17, 17) == 'A' then
+    return string.sub(v, 20, 35), tonumber(string.sub(v, 18, 19))
+  end
+  return string.sub(v, 17, 35), 0
+end
+`
+
 // addScript adds a pending confirmation if its keys are free and both the
 // namespace and the principal have room. KEYS: entry, pending set, record,
 // the principal's set. ARGV: the entry's value, the entry key's deadline
 // (unix ms), the pending set's deadline for this member (unix ms), max
 // pending, max pending per principal. Returns 1 (added), 0 (exists), -1
 // (namespace full) or -2 (principal full).
-var addScript = redis.NewScript(`
+var addScript = redis.NewScript(expiryLua + `
 local function exists(v)
   if string.sub(v, 1, 16) == string.sub(ARGV[1], 1, 16) then return 1 end -- a client retry of this very Add
   return 0
@@ -405,7 +459,7 @@ if m >= tonumber(ARGV[5]) then
 end
 local v = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET', 'PXAT', ARGV[2])
 if v then return exists(v) end
-local score, member = string.sub(ARGV[1], 17, 35), string.sub(KEYS[1], -32)
+local score, member = expiry(ARGV[1]), string.sub(KEYS[1], -32)
 redis.call('ZADD', KEYS[2], score, member)
 redis.call('ZADD', KEYS[4], score, member)
 -- A set lives as long as its last-expiring member. GT never shortens its
@@ -424,19 +478,27 @@ return 1
 `)
 
 // spendScript is the compare-and-set of a Spend. KEYS: entry, record,
-// pending set. ARGV: the record's first bytes (target state, the call's
-// nonce), the lease in microseconds, the grace in milliseconds. Returns
-// {code, entry, record}: 0 unknown, 1 expired, 2 spent by this call (no
-// record: it is as asked) or its retry (with the record), 3 spent before
-// (answered from the record).
-var spendScript = redis.NewScript(`
+// pending set, decisions. ARGV: the record's first bytes (target state,
+// the call's nonce), the lease in microseconds, the grace in
+// milliseconds. Returns {code, entry, record, decisions}: 0 unknown, 1
+// expired, 2 spent by this call (no record: it is as asked) or its retry
+// (with the record), 3 spent before (answered from the record), 4
+// awaiting approval; decisions (HGETALL) only for a confirmation that
+// needs out-of-band approval.
+var spendScript = redis.NewScript(expiryLua + `
 local v = redis.call('GET', KEYS[1])
 local r = redis.call('GET', KEYS[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local need, decs = 0, {}
+if v then
+  local _, n = expiry(v)
+  need = n
+  if need > 0 then decs = redis.call('HGETALL', KEYS[4]) end
+end
 if r then
   if string.sub(r, 2, 17) == string.sub(ARGV[1], 2, 17) and (string.sub(r, 1, 1) == 'c') == (string.sub(ARGV[1], 1, 1) == 'c') then
-    return {2, v, r} -- a client retry of this very Spend
+    return {2, v, r, decs} -- a client retry of this very Spend
   end
   local lease = tonumber(string.sub(r, 18, 36))
   if string.sub(r, 1, 1) == 'a' and lease and now >= lease then
@@ -444,46 +506,58 @@ if r then
     redis.call('SETRANGE', KEYS[2], 0, 'u')
     r = 'u' .. string.sub(r, 2)
   end
-  return {3, v, r}
+  return {3, v, r, decs}
 end
 if not v then return {0} end
-local exp = tonumber(string.sub(v, 17, 35))
+local exp = tonumber((expiry(v)))
 if not exp then return redis.error_reply('corrupt entry') end
 if now >= exp then return {1, v} end
+-- Out-of-band approval: no redemption before the approvals are in,
+-- whatever the client says.
+if need > 0 and string.sub(ARGV[1], 1, 1) == 'a' and tonumber(redis.call('HGET', KEYS[4], 'y') or '0') < need then
+  return {4, v, false, decs}
+end
 local lease, keep = 0, exp
 if string.sub(ARGV[1], 1, 1) == 'a' then
   lease = now + tonumber(ARGV[2])
   keep = math.max(exp, lease)
 end
 r = ARGV[1] .. string.format('%019d', lease) .. string.rep('\0', 16)
--- Both keys live to the later of Expires and the lease's end, plus grace:
--- the entry's key already does, unless the lease ends after Expires.
+-- Every key lives to the later of Expires and the lease's end, plus
+-- grace: the entry's key already does, unless the lease ends after Expires.
 local deadline = math.ceil(keep / 1000) + tonumber(ARGV[3])
 redis.call('SET', KEYS[2], r, 'PXAT', deadline)
-if keep > exp then redis.call('PEXPIREAT', KEYS[1], deadline, 'GT') end
+if keep > exp then
+  redis.call('PEXPIREAT', KEYS[1], deadline, 'GT')
+  if need > 0 then redis.call('PEXPIREAT', KEYS[4], deadline, 'GT') end
+end
 redis.call('ZREM', KEYS[3], string.sub(KEYS[1], -32))
-return {2, v} -- the record is what the caller asked for
+return {2, v, false, decs} -- the record is what the caller asked for
 `)
 
 // completeScript is the compare-and-set of a Complete. KEYS: entry,
-// record. ARGV: the outcome's state ('d', 'f' or 'u'), the call's nonce,
-// the outcome's binary form. Returns {code, state}: 0 unknown, 1 expired,
-// 2 recorded by this call (or its retry), 3 pending (not redeemed), 4
-// refused in the record's state.
-var completeScript = redis.NewScript(`
+// record, decisions. ARGV: the outcome's state ('d', 'f' or 'u'), the
+// call's nonce, the outcome's binary form. Returns {code, state}: 0
+// unknown, 1 expired, 2 recorded by this call (or its retry), 3 pending
+// (not redeemed), 4 refused in the record's state ('D' for one cancelled
+// by an approver's decline).
+var completeScript = redis.NewScript(expiryLua + `
 local r = redis.call('GET', KEYS[2])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if not r then
   local v = redis.call('GET', KEYS[1])
   if not v then return {0} end
-  local exp = tonumber(string.sub(v, 17, 35))
+  local exp = tonumber((expiry(v)))
   if not exp then return redis.error_reply('corrupt entry') end
   if now >= exp then return {1} end
   return {3}
 end
 if string.sub(r, 37, 52) == ARGV[2] then return {2} end -- a client retry of this very Complete
 local st, lease = string.sub(r, 1, 1), tonumber(string.sub(r, 18, 36))
+if st == 'c' and tonumber(redis.call('HGET', KEYS[3], 'n') or '0') > tonumber(redis.call('HGET', KEYS[3], 'y') or '0') then
+  return {4, 'D'}
+end
 if st ~= 'a' then return {4, st} end
 if not lease then return redis.error_reply('corrupt record') end
 if now >= lease then
@@ -504,6 +578,11 @@ func (s *Store) keys(id ledger.ID) (entry, record, member string) {
 	return s.entries + member, s.records + member, member
 }
 
+// decisionsKey returns the key of the decisions on confirmation id.
+func (s *Store) decisionsKey(id ledger.ID) string {
+	return s.decisions + hex.EncodeToString(id[:])
+}
+
 // principalKey returns the key of the set of principal's confirmations:
 // its SHA-256, so that any name, however long, makes a short key, and
 // different names different keys.
@@ -512,15 +591,10 @@ func (s *Store) principalKey(principal string) string {
 	return s.principals + hex.EncodeToString(h[:])
 }
 
-// Add implements [ledger.Store]. It refuses a confirmation that needs
-// out-of-band approval: this store does not record decisions yet, and
-// must not hold a confirmation it would let be redeemed unapproved.
+// Add implements [ledger.Store].
 func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 	if s.closed.Load() {
 		return errClosed
-	}
-	if c.Approval != nil {
-		return fmt.Errorf("redisledger: add %s: %w", c.ID, errNoApprovals)
 	}
 	v, err := encode(c)
 	if err != nil {
@@ -576,7 +650,7 @@ func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 	}
 	entry, record, _ := s.keys(id)
 	// A lease under a microsecond is one: the script's clock is in them.
-	reply, err := spendScript.Run(ctx, s.client, []string{entry, record, s.pendingKey},
+	reply, err := spendScript.Run(ctx, s.client, []string{entry, record, s.pendingKey, s.decisionsKey(id)},
 		marker[:], max(ceilDuration(lease, time.Microsecond), 1), s.graceArg).Slice()
 	if err != nil {
 		return ledger.Record{}, s.callError("spend", id, err)
@@ -584,6 +658,12 @@ func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 	code, v, r, err := scriptReply(reply)
 	if err != nil {
 		return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
+	}
+	var decisions []ledger.Decision
+	if len(reply) > 3 {
+		if decisions, err = readDecisions(reply[3]); err != nil {
+			return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
+		}
 	}
 	switch code {
 	case 0:
@@ -593,6 +673,12 @@ func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 			return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
 		}
 		return ledger.Record{}, ledger.ErrExpired
+	case 4:
+		c, err := decode(id, v)
+		if err != nil {
+			return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
+		}
+		return ledger.Record{Confirmation: c, State: ledger.Pending, Decisions: decisions}, ledger.ErrAwaitingApproval
 	case 2, 3:
 	default:
 		return ledger.Record{}, fmt.Errorf("redisledger: spend %s: unexpected reply %d", id, code)
@@ -607,15 +693,19 @@ func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 		if err != nil {
 			return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
 		}
-		return ledger.Record{Confirmation: c, State: to}, nil
+		return ledger.Record{Confirmation: c, State: to, Decisions: decisions}, nil
 	}
 	rec, answer, err := readRecord(id, v, r)
+	rec.Decisions = decisions
 	switch {
 	case err != nil:
 		return ledger.Record{}, fmt.Errorf("redisledger: spend %s: %w", id, err)
 	case code == 2:
 		return rec, nil
 	case rec.State == ledger.Cancelled:
+		if _, declined := rec.Declined(); declined {
+			return rec, ledger.ErrDeclined
+		}
 		return ledger.Record{}, answer
 	}
 	return rec, answer
@@ -643,7 +733,7 @@ func (s *Store) complete(ctx context.Context, id ledger.ID, o ledger.Outcome, no
 	}
 	entry, record, _ := s.keys(id)
 	state := [...]byte{ledger.OutcomeDone: stateDone, ledger.OutcomeFailed: stateFailed, ledger.OutcomeUnknown: stateInDoubt}[o.Kind]
-	reply, err := completeScript.Run(ctx, s.client, []string{entry, record}, []byte{state}, nonce[:], b).Slice()
+	reply, err := completeScript.Run(ctx, s.client, []string{entry, record, s.decisionsKey(id)}, []byte{state}, nonce[:], b).Slice()
 	if err != nil {
 		return s.callError("complete", id, err)
 	}
@@ -661,6 +751,9 @@ func (s *Store) complete(ctx context.Context, id ledger.ID, o ledger.Outcome, no
 	case 3:
 		return ledger.ErrNotActing
 	case 4:
+		if st == "D" {
+			return ledger.ErrDeclined
+		}
 		if st != "" {
 			if _, err := answerOf(st[0]); err != nil {
 				return err
@@ -670,24 +763,183 @@ func (s *Store) complete(ctx context.Context, id ledger.ID, o ledger.Outcome, no
 	return fmt.Errorf("redisledger: complete %s: %w: reply %d %q", id, errCorrupt, code, st)
 }
 
-var errNoApprovals = errors.New("out-of-band approval is not supported by this store yet")
+// decideScript records an approver's decision. KEYS: entry, record,
+// decisions, pending set. ARGV: the entry's add nonce (the Go side checked
+// the approver against that entry, which never changes), the approver's
+// field ("a:"+ID), '+' or '-', the call's nonce, the deadline of the
+// decisions' key and of a decline's record (unix ms: the entry's), the
+// record a decline writes ('c' and a nonce). Returns {code, record,
+// decisions}: 0 unknown, 1 expired, 2 recorded by this call (or its
+// retry), 3 decided already (by this approver, or the outcome), 4
+// cancelled by the client, 5 in band.
+var decideScript = redis.NewScript(expiryLua + `
+local v = redis.call('GET', KEYS[1])
+if not v then return {0} end
+if string.sub(v, 1, 16) ~= ARGV[1] then return redis.error_reply('entry changed') end
+local exp, need = expiry(v)
+if need == 0 then return {5} end
+exp = tonumber(exp)
+if not exp then return redis.error_reply('corrupt entry') end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local r = redis.call('GET', KEYS[2])
+if r and string.sub(r, 1, 1) == 'a' and now >= tonumber(string.sub(r, 18, 36)) then
+  redis.call('SETRANGE', KEYS[2], 0, 'u') -- the lease ended: in doubt, for good
+  r = 'u' .. string.sub(r, 2)
+end
+local mine = redis.call('HGET', KEYS[3], ARGV[2])
+if mine and string.sub(mine, 23, 38) == ARGV[4] then
+  return {2, r or false, redis.call('HGETALL', KEYS[3])} -- a client retry of this very Decide
+end
+local n = tonumber(redis.call('HGET', KEYS[3], 'n') or '0')
+local y = tonumber(redis.call('HGET', KEYS[3], 'y') or '0')
+-- Recorded once: not this approver's second decision, none after the
+-- outcome (all approvals in, or a decline).
+if mine or n > y or y >= need then return {3, r or false, redis.call('HGETALL', KEYS[3])} end
+if r then return {4, r, redis.call('HGETALL', KEYS[3])} end
+if now >= exp then return {1, false, redis.call('HGETALL', KEYS[3])} end
+n = n + 1
+redis.call('HSET', KEYS[3], 'n', n, ARGV[2], ARGV[3] .. string.format('%02d%019d', n, now) .. ARGV[4])
+if ARGV[3] == '+' then
+  redis.call('HINCRBY', KEYS[3], 'y', 1)
+else
+  -- Declined: cancelled for good, and no longer pending.
+  r = ARGV[6] .. string.format('%019d', 0) .. string.rep('\0', 16)
+  redis.call('SET', KEYS[2], r, 'PXAT', ARGV[5])
+  redis.call('ZREM', KEYS[4], string.sub(KEYS[1], -32))
+end
+if n == 1 then redis.call('PEXPIREAT', KEYS[3], ARGV[5]) end
+return {2, r or false, redis.call('HGETALL', KEYS[3])}
+`)
 
-// Decide implements [ledger.Store]. This store holds no confirmation that
-// needs out-of-band approval (Add refuses them): the answer is ErrInBand,
-// or the error Lookup gives.
-func (s *Store) Decide(ctx context.Context, id ledger.ID, _ ledger.Approver, _ bool) (ledger.Record, error) {
-	if _, err := s.Lookup(ctx, id); err != nil {
+// Decide implements [ledger.Store]: it reads the entry, checks p against
+// its Approval, then records the decision with one script, which checks
+// that the entry is the one read and decides the rest atomically on
+// Redis's clock. Two round trips.
+func (s *Store) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool) (ledger.Record, error) {
+	if s.closed.Load() {
+		return ledger.Record{}, errClosed
+	}
+	entry, record, _ := s.keys(id)
+	v, err := s.client.Get(ctx, entry).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return ledger.Record{}, ledger.ErrUnknown
+	case err != nil:
+		return ledger.Record{}, s.callError("decide", id, err)
+	}
+	c, err := decode(id, v)
+	if err != nil {
+		return ledger.Record{}, fmt.Errorf("redisledger: decide %s: %w", id, err)
+	}
+	if err := c.Approval.Eligible(p); err != nil {
 		return ledger.Record{}, err
 	}
-	return ledger.Record{}, ledger.ErrInBand
+	sign := "-"
+	if approve {
+		sign = "+"
+	}
+	// Random, so that another Decide never passes for a retry of this one.
+	var nonce [nonceLen]byte
+	rand.Read(nonce[:])
+	return s.decide(ctx, id, c, v[:nonceLen], "a:"+p.ID, sign, nonce, entry, record)
+}
+
+// decide runs decideScript for the entry v (its nonce) of confirmation c.
+func (s *Store) decide(ctx context.Context, id ledger.ID, c ledger.Confirmation, addNonce, field, sign string, nonce [nonceLen]byte, entry, record string) (ledger.Record, error) {
+	var decline [1 + nonceLen]byte
+	decline[0] = stateCancelled
+	rand.Read(decline[1:])
+	reply, err := decideScript.Run(ctx, s.client, []string{entry, record, s.decisionsKey(id), s.pendingKey},
+		addNonce, field, sign, nonce[:], keyDeadline(c.Expires.Add(s.grace)), decline[:]).Slice()
+	if err != nil {
+		return ledger.Record{}, s.callError("decide", id, err)
+	}
+	code, r, _, err := scriptReply(reply[:min(len(reply), 2)]) // then the decisions
+	if err != nil {
+		return ledger.Record{}, fmt.Errorf("redisledger: decide %s: %w", id, err)
+	}
+	rec := ledger.Record{Confirmation: c, State: ledger.Pending}
+	if len(reply) > 2 {
+		if rec.Decisions, err = readDecisions(reply[2]); err != nil {
+			return ledger.Record{}, fmt.Errorf("redisledger: decide %s: %w", id, err)
+		}
+	}
+	if r != "" {
+		if len(r) < recHead {
+			return ledger.Record{}, fmt.Errorf("redisledger: decide %s: %w: record of %d bytes", id, errCorrupt, len(r))
+		}
+		if rec.State, err = answerOf(r[0]); rec.State == 0 {
+			return ledger.Record{}, fmt.Errorf("redisledger: decide %s: %w", id, err)
+		}
+		if len(r) > recHead {
+			if err := rec.Outcome.UnmarshalBinary([]byte(r[recHead:])); err != nil {
+				return ledger.Record{}, fmt.Errorf("redisledger: decide %s: %w: %w", id, errCorrupt, err)
+			}
+		}
+	}
+	switch code {
+	case 0:
+		return ledger.Record{}, ledger.ErrUnknown // gone since it was read
+	case 1:
+		return rec, ledger.ErrExpired
+	case 2:
+		return rec, nil
+	case 3:
+		return rec, ledger.ErrDecided
+	case 4:
+		return rec, ledger.ErrCancelled
+	case 5:
+		return ledger.Record{}, ledger.ErrInBand
+	}
+	return ledger.Record{}, fmt.Errorf("redisledger: decide %s: unexpected reply %d", id, code)
+}
+
+// readDecisions reads the decisions hash as HGETALL returns it.
+func readDecisions(reply any) ([]ledger.Decision, error) {
+	kv, ok := reply.([]any)
+	if !ok || len(kv)%2 != 0 {
+		return nil, fmt.Errorf("%w: decisions %v", errCorrupt, reply)
+	}
+	var ds []ledger.Decision
+	var seqs []int
+	for i := 0; i < len(kv); i += 2 {
+		k, ok1 := kv[i].(string)
+		val, ok2 := kv[i+1].(string)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("%w: decisions %v", errCorrupt, reply)
+		}
+		id, ok := strings.CutPrefix(k, "a:")
+		if !ok {
+			continue // a count
+		}
+		seq, err1 := strconv.Atoi(val[1:min(len(val), 3)])
+		us, err2 := strconv.ParseInt(val[min(len(val), 3):min(len(val), 22)], 10, 64)
+		if len(val) != 22+nonceLen || val[0] != '+' && val[0] != '-' || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%w: decision %q", errCorrupt, val)
+		}
+		ds = append(ds, ledger.Decision{Approver: id, Approve: val[0] == '+', At: time.UnixMicro(us)})
+		seqs = append(seqs, seq)
+	}
+	// In the order they were recorded.
+	order := make([]int, len(ds))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return seqs[a] - seqs[b] })
+	sorted := make([]ledger.Decision, len(ds))
+	for i, j := range order {
+		sorted[i] = ds[j]
+	}
+	return sorted, nil
 }
 
 // lookupScript reads a confirmation's keys and the server's clock in one
-// atomic step. KEYS: entry, record. Returns {entry or false, record or
-// false, seconds, microseconds}.
+// atomic step. KEYS: entry, record, decisions. Returns {entry or false,
+// record or false, seconds, microseconds, decisions}.
 var lookupScript = redis.NewScript(`
 local t = redis.call('TIME')
-return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]), t[1], t[2]}
+return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2]), t[1], t[2], redis.call('HGETALL', KEYS[3])}
 `)
 
 // Lookup implements [ledger.Store]: one script, which changes nothing.
@@ -696,11 +948,15 @@ func (s *Store) Lookup(ctx context.Context, id ledger.ID) (ledger.Record, error)
 		return ledger.Record{}, errClosed
 	}
 	entry, record, _ := s.keys(id)
-	reply, err := lookupScript.Run(ctx, s.client, []string{entry, record}).Slice()
+	reply, err := lookupScript.Run(ctx, s.client, []string{entry, record, s.decisionsKey(id)}).Slice()
 	if err != nil {
 		return ledger.Record{}, s.callError("lookup", id, err)
 	}
 	v, r, now, err := lookupReply(reply)
+	if err != nil {
+		return ledger.Record{}, fmt.Errorf("redisledger: lookup %s: %w", id, err)
+	}
+	decisions, err := readDecisions(reply[4])
 	switch {
 	case err != nil:
 		return ledger.Record{}, fmt.Errorf("redisledger: lookup %s: %w", id, err)
@@ -713,12 +969,13 @@ func (s *Store) Lookup(ctx context.Context, id ledger.ID) (ledger.Record, error)
 		if err != nil {
 			return ledger.Record{}, fmt.Errorf("redisledger: lookup %s: %w", id, err)
 		}
-		return ledger.Record{Confirmation: c, State: ledger.Pending}, nil
+		return ledger.Record{Confirmation: c, State: ledger.Pending, Decisions: decisions}, nil
 	}
 	rec, _, err := readRecord(id, v, r)
 	if err != nil {
 		return ledger.Record{}, fmt.Errorf("redisledger: lookup %s: %w", id, err)
 	}
+	rec.Decisions = decisions
 	if lease, err := strconv.ParseInt(r[recLease:recComplete], 10, 64); rec.State == ledger.Acting && err == nil && now >= lease {
 		rec.State = ledger.InDoubt // the lease ended with no outcome, as the next Spend will record
 	}
@@ -728,7 +985,7 @@ func (s *Store) Lookup(ctx context.Context, id ledger.ID) (ledger.Record, error)
 // lookupReply reads lookupScript's reply: the entry and the record ("" if
 // absent), and the server's clock in unix microseconds.
 func lookupReply(reply []any) (v, r string, now int64, err error) {
-	if len(reply) != 4 {
+	if len(reply) != 5 {
 		return "", "", 0, fmt.Errorf("%w: reply %v", errCorrupt, reply)
 	}
 	for i, dst := range []*string{&v, &r} {
@@ -825,7 +1082,13 @@ func (s *Store) callError(op string, id ledger.ID, err error) error {
 
 // encode returns the value of c's entry, pending, with a fresh add nonce.
 func encode(c ledger.Confirmation) ([]byte, error) {
-	fields := [...]string{c.Tool, c.ArgsDigest, c.Principal, c.Subject}
+	fields := []string{c.Tool, c.ArgsDigest, c.Principal, c.Subject}
+	if a := c.Approval; a != nil {
+		if err := a.Check(); err != nil {
+			return nil, err
+		}
+		fields = append(fields, a.Requester, a.Question)
+	}
 	size := headLen + 16 // 16: time.MarshalBinary's longest
 	for _, f := range fields {
 		size += binary.MaxVarintLen64 + len(f)
@@ -833,13 +1096,28 @@ func encode(c ledger.Confirmation) ([]byte, error) {
 	v := make([]byte, headLen, size)
 	rand.Read(v[:offExp])              // never fails: it crashes the program instead
 	us := max(ceilMicro(c.Expires), 0) // before 1970 is as expired as 1970
-	for i := headLen - 1; i >= offExp; i-- {
+	from := offExp
+	if a := c.Approval; a != nil {
+		if us > maxApprovalUS {
+			return nil, fmt.Errorf("expiry %v: too far for a confirmation that needs approval", c.Expires)
+		}
+		v[offExp], v[offExp+1], v[offExp+2] = approvalMark, '0'+byte(a.Required/10), '0'+byte(a.Required%10)
+		from = approvalExpAt
+	}
+	for i := headLen - 1; i >= from; i-- {
 		v[i] = '0' + byte(us%10)
 		us /= 10
 	}
 	for _, f := range fields {
 		v = binary.AppendUvarint(v, uint64(len(f)))
 		v = append(v, f...)
+	}
+	if a := c.Approval; a != nil {
+		v = binary.AppendUvarint(v, uint64(len(a.Approvers)))
+		for _, n := range a.Approvers {
+			v = binary.AppendUvarint(v, uint64(len(n)))
+			v = append(v, n...)
+		}
 	}
 	v, err := c.Expires.AppendBinary(v)
 	if err != nil {
@@ -857,9 +1135,31 @@ func decode(id ledger.ID, v string) (ledger.Confirmation, error) {
 	}
 	c := ledger.Confirmation{ID: id}
 	rest := v[headLen:]
-	for _, f := range [...]*string{&c.Tool, &c.ArgsDigest, &c.Principal, &c.Subject} {
+	fields := []*string{&c.Tool, &c.ArgsDigest, &c.Principal, &c.Subject}
+	if v[offExp] == approvalMark {
+		c.Approval = &ledger.Approval{Required: int(v[offExp+1]-'0')*10 + int(v[offExp+2]-'0')}
+		fields = append(fields, &c.Approval.Requester, &c.Approval.Question)
+	}
+	for _, f := range fields {
 		var ok bool
 		if *f, rest, ok = cut(rest); !ok {
+			return ledger.Confirmation{}, errCorrupt
+		}
+	}
+	if a := c.Approval; a != nil {
+		n, k := binary.Uvarint([]byte(rest[:min(len(rest), binary.MaxVarintLen64)]))
+		if k <= 0 || n > ledger.MaxApprovers {
+			return ledger.Confirmation{}, errCorrupt
+		}
+		rest = rest[k:]
+		a.Approvers = make([]string, n)
+		for i := range a.Approvers {
+			var ok bool
+			if a.Approvers[i], rest, ok = cut(rest); !ok {
+				return ledger.Confirmation{}, errCorrupt
+			}
+		}
+		if a.Check() != nil {
 			return ledger.Confirmation{}, errCorrupt
 		}
 	}

@@ -103,9 +103,7 @@ func factory(t *testing.T) ledgertest.Factory {
 
 func TestStore(t *testing.T) {
 	rapidtest.OutOfTree(t) // the model test's fail files
-	f := factory(t)
-	f.InBandOnly = true // until this store records decisions
-	ledgertest.Run(t, f)
+	ledgertest.Run(t, factory(t))
 }
 
 // TestNamespaces checks that stores with different namespaces on one

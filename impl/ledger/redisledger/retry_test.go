@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,8 +148,11 @@ func retryOfSameCall(t *testing.T, opts Options) {
 // same instant.
 func same(a, b ledger.Confirmation) bool {
 	at, bt := a.Expires, b.Expires
-	a.Expires, b.Expires = time.Time{}, time.Time{}
-	return a == b && at.Equal(bt)
+	aa, ba := a.Approval, b.Approval
+	a.Expires, b.Expires, a.Approval, b.Approval = time.Time{}, time.Time{}, nil, nil
+	sameApproval := aa == nil && ba == nil || aa != nil && ba != nil && aa.Required == ba.Required &&
+		slices.Equal(aa.Approvers, ba.Approvers) && aa.Requester == ba.Requester && aa.Question == ba.Question
+	return a == b && at.Equal(bt) && sameApproval
 }
 
 // TestEncode checks that an entry's value decodes to the confirmation it
@@ -167,6 +171,10 @@ func TestEncode(t *testing.T) {
 		{"long fields", ledger.Confirmation{Tool: long, ArgsDigest: "a", Principal: long, Subject: "", Expires: at.UTC()}, "0001893456000000007"},
 		{"whole microsecond", ledger.Confirmation{Expires: time.UnixMicro(42)}, "0000000000000000042"},
 		{"before 1970", ledger.Confirmation{Subject: "s", Expires: time.Unix(-5, 1)}, "0000000000000000000"},
+		{"out of band", ledgertest.OutOfBand(ledger.Confirmation{Tool: long, Expires: at}, 2, "bob\x00"), "A021893456000000007"},
+		{"out of band, long approvers", ledger.Confirmation{Expires: at, Approval: &ledger.Approval{Required: 16,
+			Approvers: []string{strings.Repeat("\x00é", 300), "b", strings.Repeat("é", 300)}, Question: strings.Repeat("q\u2068", 2000)}},
+			"A161893456000000007"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,5 +264,142 @@ func TestRecordLayout(t *testing.T) {
 	want, _ := o.MarshalBinary()
 	if r2, err := c.Get(ctx, record).Result(); err != nil || r2 != string(stateFailed)+r[1:recComplete]+string(completeNonce[:])+string(want) {
 		t.Fatalf("record after the complete: %q (%v)", r2, err)
+	}
+}
+
+// TestRetryOfSameDecide checks the decide script's nonce: a second run of
+// the very same Decide (what go-redis does after a reply lost to a
+// dropped connection) gets the success back, while another Decide of the
+// same approver is refused as decided; and a decline's record and the
+// decisions' key live as long as the entry.
+func TestRetryOfSameDecide(t *testing.T) {
+	ctx := context.Background()
+	s, c := testStore(t, Options{Grace: time.Second})
+	conf := ledgertest.OutOfBand(ledgertest.Fresh(t), 2, "")
+	deleteKeys(t, s, c, conf)
+	t.Cleanup(func() { c.Del(context.Background(), s.decisionsKey(conf.ID)) })
+	if err := s.Add(ctx, conf); err != nil {
+		t.Fatal(err)
+	}
+	entry, record, _ := s.keys(conf.ID)
+	v, err := c.Get(ctx, entry).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decode(conf.ID, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approver := conf.Approval.Approvers[0]
+	once, another := [nonceLen]byte{1}, [nonceLen]byte{2}
+	for i, tt := range []struct {
+		sign  string
+		nonce [nonceLen]byte
+		want  error
+	}{
+		{"+", once, nil},
+		{"+", once, nil}, // the retry
+		{"-", once, nil}, // still the retry: the first call's decision stands
+		{"+", another, ledger.ErrDecided},
+	} {
+		rec, err := s.decide(ctx, conf.ID, got, v[:nonceLen], "a:"+approver, tt.sign, tt.nonce, entry, record)
+		if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+			t.Fatalf("decide %d = %v, want %v", i, err, tt.want)
+		}
+		if len(rec.Decisions) != 1 || !rec.Decisions[0].Approve || rec.Decisions[0].Approver != approver || rec.State != ledger.Pending {
+			t.Fatalf("decide %d recorded %+v in state %v, want one approval by %q", i, rec.Decisions, rec.State, approver)
+		}
+	}
+	if _, err := s.decide(ctx, conf.ID, got, "another entry's", "a:"+approver, "+", another, entry, record); err == nil {
+		t.Fatal("decide with another entry's nonce succeeded")
+	}
+	if _, err := s.Decide(ctx, conf.ID, ledger.Approver{ID: "x", Groups: conf.Approval.Approvers[1:]}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{entry, record, s.decisionsKey(conf.ID)} {
+		at, err := c.PExpireTime(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := conf.Expires.Add(time.Second); time.UnixMilli(at.Milliseconds()).Sub(want).Abs() > time.Millisecond {
+			t.Fatalf("%s expires at %v, want the expiry plus grace, %v", key, time.UnixMilli(at.Milliseconds()), want)
+		}
+	}
+	if n, err := c.ZScore(ctx, s.pendingKey, hex.EncodeToString(conf.ID[:])).Result(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("the declined confirmation still counts as pending (score %v, %v)", n, err)
+	}
+}
+
+// priorSpendScript is the Spend of the version before out-of-band approval
+// (issue 28), kept to show what such a replica does with an entry
+// that needs approval.
+var priorSpendScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+local r = redis.call('GET', KEYS[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+if r then
+  if string.sub(r, 2, 17) == string.sub(ARGV[1], 2, 17) and (string.sub(r, 1, 1) == 'c') == (string.sub(ARGV[1], 1, 1) == 'c') then
+    return {2, v, r} -- a client retry of this very Spend
+  end
+  local lease = tonumber(string.sub(r, 18, 36))
+  if string.sub(r, 1, 1) == 'a' and lease and now >= lease then
+    -- The lease ended with no outcome recorded: in doubt, for good.
+    redis.call('SETRANGE', KEYS[2], 0, 'u')
+    r = 'u' .. string.sub(r, 2)
+  end
+  return {3, v, r}
+end
+if not v then return {0} end
+local exp = tonumber(string.sub(v, 17, 35))
+if not exp then return redis.error_reply('corrupt entry') end
+if now >= exp then return {1, v} end
+local lease, keep = 0, exp
+if string.sub(ARGV[1], 1, 1) == 'a' then
+  lease = now + tonumber(ARGV[2])
+  keep = math.max(exp, lease)
+end
+r = ARGV[1] .. string.format('%019d', lease) .. string.rep('\0', 16)
+-- Both keys live to the later of Expires and the lease's end, plus grace:
+-- the entry's key already does, unless the lease ends after Expires.
+local deadline = math.ceil(keep / 1000) + tonumber(ARGV[3])
+redis.call('SET', KEYS[2], r, 'PXAT', deadline)
+if keep > exp then redis.call('PEXPIREAT', KEYS[1], deadline, 'GT') end
+redis.call('ZREM', KEYS[3], string.sub(KEYS[1], -32))
+return {2, v} -- the record is what the caller asked for
+`)
+
+// TestPriorVersionRefusesApprovalEntries checks the rolling-upgrade claim
+// of the layout: a replica of the version before out-of-band approval,
+// which would redeem any pending entry, finds no expiry in the header of
+// one that needs approval and refuses it as a corrupt entry, with an error
+// that is no ledger answer -- never redeems it unapproved. Its control: the
+// same script redeems an in-band entry.
+func TestPriorVersionRefusesApprovalEntries(t *testing.T) {
+	ctx := context.Background()
+	s, c := testStore(t, Options{})
+	for _, tc := range []struct {
+		name    string
+		conf    ledger.Confirmation
+		refused bool
+	}{
+		{"needs approval", ledgertest.OutOfBand(ledgertest.Fresh(t), 1, ""), true},
+		{"in band (control)", ledgertest.Fresh(t), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			deleteKeys(t, s, c, tc.conf)
+			if err := s.Add(ctx, tc.conf); err != nil {
+				t.Fatal(err)
+			}
+			entry, record, _ := s.keys(tc.conf.ID)
+			marker := append([]byte{stateActing}, make([]byte, nonceLen)...)
+			_, err := priorSpendScript.Run(ctx, c, []string{entry, record, s.pendingKey}, marker, 1_000_000, 1000).Result()
+			if refused := err != nil && strings.Contains(err.Error(), "corrupt entry"); refused != tc.refused {
+				t.Fatalf("the prior version's Spend = %v; refused as corrupt: %v, want %v", err, refused, tc.refused)
+			}
+			if n, _ := c.Exists(ctx, record).Result(); (n == 0) != tc.refused {
+				t.Fatalf("record written: %v, want %v", n == 1, !tc.refused)
+			}
+		})
 	}
 }
