@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -23,6 +25,8 @@ func jsonSeeds() [][]byte {
 		[]byte(`{"a":1,"a":2}`), []byte(`{"a":1,"\u0061":2}`), []byte(`["\ud800"]`), []byte(`"\ud83d\ude00"`),
 		[]byte("[\"\xff\"]"), []byte(`{"k\n»":"v\u202e«\u2069"}`), []byte(`[1,2`), []byte(`01`), []byte(` [ ] `),
 		[]byte(`9007199254740993`), []byte(`1e400`), []byte(`-0.0`), []byte(`"\\ud800"`),
+		[]byte(`[0.1,1e23,5e-324,4.9e-324,1.50,-0,0e999999999999999999999,9007199254740994]`),
+		[]byte(`0.1000000000000000055511151231257827`), []byte(`1e-400`), []byte(`123456789012345678`),
 		[]byte(strings.Repeat("[", 128) + strings.Repeat("]", 128)), []byte(strings.Repeat("[", 129) + strings.Repeat("]", 129)),
 	}
 	for _, s := range sanitizeSeeds() {
@@ -63,7 +67,7 @@ func FuzzSanitizeJSON(f *testing.F) {
 // data at maxWidth.
 func sanitizeCheckJSON(data []byte, v string, err error, maxWidth int) error {
 	canon, cerr := requeststate.CanonicalArguments(data)
-	want := len(data) > 0 && cerr == nil && utf8.Valid(data) && !canonSurrogate(canon)
+	want := len(data) > 0 && cerr == nil && utf8.Valid(data) && !canonSurrogate(canon) && exactNumbers(data)
 	switch {
 	case err != nil && !errors.Is(err, prompt.ErrJSON):
 		return fmt.Errorf("the error %v does not wrap ErrJSON", err)
@@ -149,6 +153,42 @@ func canonSurrogate(canon []byte) bool {
 	return false
 }
 
+// exactNumbers reports whether every number in the valid JSON data is read
+// alike by a reader that keeps its decimal and one that rounds it to the
+// nearest IEEE-754 double and shows that as its shortest round-trip
+// decimal: the two decimals compared as exact rationals (math/big), zeros
+// and numbers past the double range decided without them.
+func exactNumbers(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return true
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil {
+			return false
+		}
+		zero := strings.Trim(strings.SplitN(strings.ToLower(string(n)), "e", 2)[0], "-0.") == ""
+		if f == 0 || zero {
+			if f != 0 || !zero {
+				return false
+			}
+			continue
+		}
+		lit, ok1 := new(big.Rat).SetString(string(n))
+		short, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+		if !ok1 || !ok2 || lit.Cmp(short) != 0 {
+			return false
+		}
+	}
+}
+
 // TestSanitizeJSONFuzzOracle is the negative control for sanitizeCheckJSON:
 // each known-broken answer must be caught, and JSON's own must not.
 func TestSanitizeJSONFuzzOracle(t *testing.T) {
@@ -165,6 +205,9 @@ func TestSanitizeJSONFuzzOracle(t *testing.T) {
 		{`[1,2,3]`, lri + "[1…2…3]" + pdi, nil},                                                  // two …
 		{`{"a":1,"a":2}`, lri + "{«" + fsi + "a" + pdi + "»: 2}" + pdi, nil},                     // a duplicate accepted
 		{`["\ud800"]`, lri + "[«" + fsi + "\uFFFD" + pdi + "»]" + pdi, nil},                      // a lone surrogate accepted
+		{`[9007199254740993]`, lri + "[9007199254740993]" + pdi, nil},                            // a number no double holds accepted
+		{`[1e-400]`, lri + "[1e-400]" + pdi, nil},                                                // a number read as 0 accepted
+		{`[0.1]`, "", fmt.Errorf("%w", prompt.ErrJSON)},                                          // a number every reader reads alike refused
 		{`[1]`, "", errors.New("refused")},                                                       // a good value refused
 		{`[1]`, "", fmt.Errorf("%w", prompt.ErrJSON)},                                            // refused with ErrJSON, still wrong
 	} {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -60,8 +61,10 @@ const (
 // that is not exactly one JSON value (RFC 8259); nesting deeper than 128;
 // an object that names a key twice (readers disagree on which one counts);
 // a string that holds bytes that are not UTF-8 or a lone UTF-16 surrogate
-// escape (most readers turn both into U+FFFD, which is not what was sent).
-// Keys in the error are escaped as Value escapes them.
+// escape (most readers turn both into U+FFFD, which is not what was sent);
+// a number that readers using IEEE-754 doubles would read as another
+// (9007199254740993, 1e400, 1e-400; the rule is at exactNumber). Keys in
+// the error are escaped as Value escapes them.
 func JSON(raw []byte, opts Options) (string, error) {
 	maxWidth := opts.MaxWidth
 	if maxWidth <= 0 {
@@ -348,8 +351,83 @@ func (p *jsonParser) number() error {
 			return p.errorf("not a JSON value: a number without exponent digits at byte %d", start)
 		}
 	}
-	p.add(string(p.in[start:p.pos]), false)
+	lit := string(p.in[start:p.pos])
+	if err := exactNumber(lit); err != "" {
+		return p.errorf("%s", err)
+	}
+	p.add(lit, false)
 	return nil
+}
+
+// exactNumber says why readers would not all read the number literal lit
+// (RFC 8259 grammar, already checked) as it is written, or returns "".
+//
+// The rule: lit must have the value of the shortest decimal that reads
+// back as its nearest IEEE-754 double (strconv.FormatFloat with precision
+// -1, what JavaScript's String, Python's repr and Go print). Readers that
+// decode JSON numbers into doubles (JavaScript, Python's float, Go's
+// float64, most others) get that double and show and compare it as that
+// decimal; readers that keep the decimal (Python's int, big-number
+// libraries) get lit itself; the person read lit. All three agree exactly
+// when the two decimals have one value: 1.0 and 1.50 pass, as do 0.1 and
+// 1e23 (no double equals them, but every double reader treats its nearest
+// one as them). Refused: integers past 2^53 that no double holds
+// (9007199254740993 reads as 9007199254740992), more digits than a double
+// keeps (0.1000000000000000055511151231257827 reads as 0.1), numbers past
+// the largest double (1e400: Infinity or an error) and nonzero numbers
+// below the smallest (1e-400 reads as 0). A rule of exact binary
+// representability instead would refuse 0.1 and nearly every decimal
+// fraction, which all readers agree on; one on digit count alone would
+// pass 9007199254740993.
+func exactNumber(lit string) string {
+	neg, digits, point, ok := decimal(lit)
+	if ok && digits == "" {
+		return "" // a zero, of either sign: every reader reads a zero
+	}
+	shown := lit
+	if len(shown) > 40 {
+		shown = shown[:20] + ellipsis + shown[len(shown)-19:]
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	switch {
+	case !ok || err != nil:
+		return "the number " + shown + " is beyond the largest IEEE-754 double: readers that use doubles (JavaScript, Python's float) read Infinity, or fail"
+	case f == 0:
+		return "the number " + shown + " is read as 0 by readers that use IEEE-754 doubles (JavaScript, Python's float): it is below the smallest double"
+	}
+	n2, d2, p2, _ := decimal(strconv.FormatFloat(f, 'e', -1, 64))
+	if neg == n2 && digits == d2 && point == p2 {
+		return ""
+	}
+	read := strconv.FormatFloat(f, 'g', -1, 64)
+	if _, frac := math.Modf(f); frac == 0 && math.Abs(f) < 1e21 {
+		read = strconv.FormatFloat(f, 'f', -1, 64) // as JavaScript prints it
+	}
+	return "the number " + shown + " is read as " + read + " by readers that use IEEE-754 doubles (JavaScript, Python's float)"
+}
+
+// decimal reads the value of a number literal as 0.digits × 10^point, digits
+// without leading or trailing zeros ("" for a zero). ok is false when the
+// exponent is too large to matter: past any double, unless digits is "".
+func decimal(lit string) (neg bool, digits string, point int64, ok bool) {
+	neg = strings.HasPrefix(lit, "-")
+	lit = strings.TrimPrefix(lit, "-")
+	mant, exp, _ := strings.Cut(strings.ToLower(lit), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	all := strings.TrimLeft(intPart+frac, "0")
+	point = int64(len(intPart)) - int64(len(intPart+frac)-len(all))
+	digits = strings.TrimRight(all, "0")
+	if digits == "" {
+		return neg, "", 0, true
+	}
+	if exp != "" {
+		e, err := strconv.ParseInt(exp, 10, 64)
+		if err != nil || e > 1<<40 || e < -(1<<40) {
+			return neg, digits, 0, false
+		}
+		point += e
+	}
+	return neg, digits, point, true
 }
 
 // str decodes the string at p.pos, refusing what readers would not all

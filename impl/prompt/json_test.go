@@ -50,7 +50,7 @@ func TestJSON(t *testing.T) {
 		{`["abcdefghijklmnopqrstuvwxyz"]`, 12, `<LRI>[«<FSI>a…uvwxyz<PDI>»]<PDI>`},
 		{`["abcdefghij",0,"klmnopqrstuvwxyz"]`, 16, `<LRI>[«<FSI>abc<PDI>…<FSI>stuvwxyz<PDI>»]<PDI>`},
 		{`"abcdefghijklmnopqrstuvwxyz"`, 12, `«<FSI>abc…stuvwxyz<PDI>»`},
-		{`12345678901234567890`, 10, `<LRI>123…567890<PDI>`},
+		{`1.0000000000000000000000`, 10, `<LRI>1.0…000000<PDI>`},
 	} {
 		got, err := prompt.JSON([]byte(tc.in), prompt.Options{MaxWidth: tc.width})
 		if err != nil || bare.Replace(got) != tc.want {
@@ -88,6 +88,17 @@ func TestJSONRefuses(t *testing.T) {
 		{`tru`, "not a JSON value"},
 		{`[1] [2]`, "data after the value"},
 		{`nan`, "not a JSON value"},
+		// Numbers a reader that uses doubles reads as another.
+		{`9007199254740993`, "the number 9007199254740993 is read as 9007199254740992 by readers that use IEEE-754 doubles"},
+		{`{"n":[-9007199254740993]}`, "at «\u2068n\u2069»[0]: the number -9007199254740993 is read as -9007199254740992"},
+		{`123456789012345678`, "is read as 123456789012345680"},
+		{`0.1000000000000000055511151231257827`, "is read as 0.1 by"},
+		{`4.9e-324`, "is read as 5e-324 by"},
+		{`1e400`, "the number 1e400 is beyond the largest IEEE-754 double"},
+		{`-1.7976931348623159e308`, "is beyond the largest IEEE-754 double"},
+		{`1e99999999999999999999999`, "is beyond the largest IEEE-754 double"},
+		{`1e-400`, "the number 1e-400 is read as 0 by"},
+		{`1` + strings.Repeat("0", 400), "the number 10000000000000000000…0000000000000000000 is beyond"},
 	} {
 		_, err := prompt.JSON([]byte(tc.in), prompt.Options{})
 		if !errors.Is(err, prompt.ErrJSON) || !strings.Contains(err.Error(), tc.want) {
@@ -99,7 +110,13 @@ func TestJSONRefuses(t *testing.T) {
 	}
 	// Controls: the deepest nesting accepted, an escaped backslash before
 	// "ud800", the same key in two objects.
-	for _, in := range []string{strings.Repeat("[", 128) + strings.Repeat("]", 128), `"\\ud800"`, `[{"a":1},{"a":1}]`} {
+	// and numbers every reader reads alike: the shortest decimal of their
+	// double (0.1, 1e23, 0.30000000000000004), the same value written
+	// otherwise (1.0, 1.50, 1E+2, 100000000000000000000000), integers a
+	// double holds (2^53, 2^53+2), the extremes, and zeros of any spelling.
+	for _, in := range []string{strings.Repeat("[", 128) + strings.Repeat("]", 128), `"\\ud800"`, `[{"a":1},{"a":1}]`,
+		`0.1`, `1e23`, `0.30000000000000004`, `1.0`, `1.50`, `1E+2`, `100000000000000000000000`, `9007199254740992`, `9007199254740994`,
+		`-9007199254740992`, `1.7976931348623157e308`, `5e-324`, `-0`, `0.0e-99999999999999999999`} {
 		if _, err := prompt.JSON([]byte(in), prompt.Options{}); err != nil || prompt.CheckJSON([]byte(in)) != nil {
 			t.Errorf("JSON(%.40s…) = %v", in, err)
 		}

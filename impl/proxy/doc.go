@@ -30,7 +30,10 @@
 //     text from the upstream — tool descriptions, titles, schemas, server
 //     name, instructions — goes into it. Arguments it could not show as the
 //     upstream will read them (bytes that are not UTF-8, lone surrogates,
-//     anything but an object) are refused before asking, saying where.
+//     numbers that readers using IEEE-754 doubles read as other numbers,
+//     such as 9007199254740993 or 1e400, anything but an object) are
+//     refused before asking, saying where and, for a number, what such a
+//     reader gets (TestProxyInexactNumberRefused; the rule is prompt's).
 //   - Checked against the tool's input schema. Before asking, the arguments
 //     are validated against the input schema the upstream lists for the
 //     tool, with github.com/google/jsonschema-go (go-sdk's validator; draft

@@ -342,3 +342,48 @@ func TestAttackDuplicateArgumentKeys(t *testing.T) {
 		wantExists(t, other)
 	})
 }
+
+// Layer: tool input (go-sdk validates delete_file's arguments against the
+// schema it derives from the tool's Go type, before the handler runs).
+// delete_file takes one string, so a number never reaches its question;
+// one a double cannot hold (as the path, or beside it) is refused with the
+// other type errors: nothing asked, issued or deleted. Over streamable HTTP
+// in the 2026-07-28 era a number past the largest double is refused sooner,
+// by the transport: go-sdk's client cannot decode the call to write its
+// Mcp-Name header, and the server answers 400. The proxy, whose questions
+// show numbers, refuses them itself (TestProxyInexactNumberRefused).
+func TestAttackInexactNumberRefused(t *testing.T) {
+	ctx := context.Background()
+	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
+		e := newEnv(t, envOptions{})
+		f := e.file("a.txt", "a")
+		a := accept()
+		cs := e.connect(clientOptions{era: era, transport: transport, answer: a})
+		for _, tt := range []struct {
+			args     string
+			infinite bool
+		}{
+			{`{"path":9007199254740993}`, false},
+			{`{"path":1e400}`, true},
+			{fmt.Sprintf(`{"path":%q,"n":9007199254740993}`, f), false},
+			{fmt.Sprintf(`{"path":%q,"n":1e-400}`, f), false},
+			{fmt.Sprintf(`{"path":%q,"n":-1e400}`, f), true},
+		} {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delete_file", Arguments: json.RawMessage(tt.args)})
+			if tt.infinite && era == eraMRTR && transport == httpT {
+				if err == nil || !strings.Contains(err.Error(), "rejected by transport") {
+					t.Fatalf("%s: err=%v res=%s; want the transport's 400", tt.args, err, describe(res))
+				}
+				continue
+			}
+			wantToolRefusal(t, res, err, `validating "arguments"`)
+		}
+		if n, q := e.issued(), a.Questions(); n != 0 || len(q) != 0 {
+			t.Fatalf("%d issued, asked %q; want nothing", n, q)
+		}
+		wantExists(t, f)
+		// Control: the path alone is asked, and deleted.
+		res, err := call(cs, f)
+		wantDeleted(t, res, err, f)
+	})
+}
