@@ -21,11 +21,57 @@ type CapsFactory func(t testing.TB, maxPending, perPrincipal int) (a, b ledger.S
 // fills its own cap leaves room for the others; the store as a whole
 // admits no more than its cap; a refused Add stores nothing; spending a
 // confirmation frees its slot; and Adds racing through two handles, as two
-// replicas would make them, never admit one past a cap.
+// replicas would make them, never admit one past a cap; confirmations
+// awaiting out-of-band approval count too.
 func Caps(t *testing.T, f CapsFactory) {
 	t.Run("sequential", func(t *testing.T) { capsSequential(t, f) })
 	t.Run("racing at the caps", func(t *testing.T) { capsBoundary(t, f) })
 	t.Run("racing replicas", func(t *testing.T) { capsRacing(t, f) })
+	t.Run("awaiting approval", func(t *testing.T) { capsAwaiting(t, f) })
+}
+
+// capsAwaiting checks that confirmations awaiting out-of-band approval
+// count against both caps, approved or not, until redeemed, declined or
+// withdrawn: a flood of questions no approver answers is capped too.
+func capsAwaiting(t *testing.T, f CapsFactory) {
+	ctx := context.Background()
+	a, b := f(t, 3, 2)
+	add := func(s ledger.Store, p string, outOfBand bool) (ledger.Confirmation, error) {
+		c := pendingFor(t, p)
+		if outOfBand {
+			c = OutOfBand(c, 1, "")
+		}
+		return c, s.Add(ctx, c)
+	}
+	must := func(c ledger.Confirmation, err error) ledger.Confirmation {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("Add with room: %v", err)
+		}
+		return c
+	}
+	refuse := func(_ ledger.Confirmation, err error) {
+		t.Helper()
+		if !errors.Is(err, ledger.ErrFull) {
+			t.Fatalf("Add past a cap = %v, want ErrFull", err)
+		}
+	}
+	first, second := must(add(a, "alice", true)), must(add(b, "alice", true))
+	refuse(add(a, "alice", false)) // her cap of 2, awaiting approval
+	must(add(b, "bob", false))
+	refuse(add(a, "carol", true)) // the store's cap of 3
+	if _, err := b.Decide(ctx, first.ID, alice, true); err != nil {
+		t.Fatal(err)
+	}
+	refuse(add(a, "alice", true)) // approved, not yet redeemed: still pending
+	if _, err := a.Decide(ctx, second.ID, carol, false); err != nil {
+		t.Fatal(err)
+	}
+	must(add(a, "alice", false)) // the declined one freed her slot
+	if _, err := b.Spend(ctx, first.ID, ledger.Acting, Long); err != nil {
+		t.Fatal(err)
+	}
+	must(add(b, "carol", true)) // the redeemed one freed the store's
 }
 
 // capsBoundary releases many Adds at once, through both handles, at a store

@@ -41,6 +41,16 @@
 // A replica of an earlier version takes no such lock: during an upgrade,
 // its Spend is the single statement it always was.
 //
+// Out-of-band approval: a confirmation that needs it is inserted
+// 'awaiting' (with its Approval in a column of its own), which Spend
+// cancels but never redeems; Decide is one transaction that takes the
+// same row lock, reads the row and the database's clock, applies
+// [ledger.Record.Decide] and writes the decisions and the state: still
+// 'awaiting', 'pending' once the last approval is in (then redeemable as
+// any), or 'cancelled' on a decline. A replica of an earlier version,
+// which knows no 'awaiting', neither redeems such a row nor answers from
+// it: it refuses it as corrupt.
+//
 // Rows are kept until expires_at (or lease_until, if later) plus
 // [Options.Grace], so that every retry in that time is answered from the
 // record, then deleted by [Store.Sweep], which Add runs itself at most
@@ -56,6 +66,11 @@
 // off followed by a crash, makes spent confirmations pending again. Run
 // with synchronous_commit on (the default) and, with replicas, synchronous
 // replication.
+//
+// Confirmations awaiting out-of-band approval count against the caps as
+// pending ones do, through a third partial index; during a rolling upgrade
+// from a version before out-of-band approval, that version's Adds do not
+// count them.
 //
 // What the caps cost: Adds of one namespace run one at a time, across
 // every replica (each holds the lock through its count, insert and
@@ -89,6 +104,7 @@ package pgledger
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"regexp"
@@ -168,6 +184,11 @@ type Store struct {
 	// outcomesSQL tells whether the table has the columns of outcomes;
 	// outcomesMigrationSQL adds them to a table made by an earlier version.
 	outcomesSQL, outcomesMigrationSQL string
+	// approvalsSQL and approvalsMigrationSQL do the same for the columns
+	// of out-of-band approval; awaitingIndexSQL makes the caps' index of
+	// confirmations awaiting approval.
+	approvalsSQL, approvalsMigrationSQL, awaitingIndexSQL string
+	lockSQL, decideReadSQL, decideSQL                     string
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -246,6 +267,8 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 	expires_ns  smallint    NOT NULL CHECK (expires_ns BETWEEN 0 AND 999), -- nanoseconds the rounding added
 	lease_until timestamptz,          -- once redeemed: the end of its lease
 	outcome     bytea,                -- once recorded: ledger.Outcome's binary form
+	approval    bytea,                -- out-of-band approval needed (encodeApproval); null: none
+	decisions   bytea,                -- out-of-band decisions recorded (encodeDecisions)
 	PRIMARY KEY (namespace, id),
 	CONSTRAINT ` + stateCheck + ` CHECK (state IN ` + states + `)
 ) WITH (fillfactor = 90) -- room for HOT updates of state`
@@ -258,6 +281,13 @@ WHERE attrelid = to_regclass($1) AND attname = 'lease_until' AND NOT attisdroppe
 	ADD COLUMN IF NOT EXISTS outcome bytea,
 	DROP CONSTRAINT IF EXISTS ` + stateCheck + `,
 	ADD CONSTRAINT ` + stateCheck + ` CHECK (state IN ` + states + `)`
+	s.approvalsSQL = `SELECT EXISTS (SELECT 1 FROM pg_attribute
+WHERE attrelid = to_regclass($1) AND attname = 'decisions' AND NOT attisdropped)`
+	s.approvalsMigrationSQL = `ALTER TABLE ` + t + `
+	ADD COLUMN IF NOT EXISTS approval bytea,
+	ADD COLUMN IF NOT EXISTS decisions bytea,
+	DROP CONSTRAINT IF EXISTS ` + stateCheck + `,
+	ADD CONSTRAINT ` + stateCheck + ` CHECK (state IN ` + states + `)`
 	s.staleSQL = `SELECT EXISTS (SELECT 1 FROM pg_attribute
 WHERE attrelid = to_regclass($1) AND attname = 'shown' AND NOT attisdropped)`
 	s.indexSQL = `CREATE INDEX IF NOT EXISTS ` + index + ` ON ` + t + ` (namespace, expires_at)`
@@ -268,6 +298,10 @@ WHERE attrelid = to_regclass($1) AND attname = 'shown' AND NOT attisdropped)`
 		` (namespace, expires_at) WHERE state = 'pending'`
 	s.principalIndexSQL = `CREATE INDEX IF NOT EXISTS ` + principalIndex + ` ON ` + t +
 		` (namespace, sha256(principal), expires_at) WHERE state = 'pending'`
+	// Confirmations awaiting out-of-band approval count against the caps
+	// too: one index serves both counts (the namespace is its prefix).
+	s.awaitingIndexSQL = `CREATE INDEX IF NOT EXISTS ` + pgx.Identifier{opts.Table + "_awaiting"}.Sanitize() + ` ON ` + t +
+		` (namespace, sha256(principal), expires_at) WHERE state = 'awaiting'`
 	// Run after the namespace's add lock is taken, in the same
 	// transaction, so that its snapshot holds every row an earlier Add
 	// committed. It counts (up to the caps), inserts if both have room,
@@ -275,13 +309,19 @@ WHERE attrelid = to_regclass($1) AND attname = 'shown' AND NOT attisdropped)`
 	s.addSQL = `WITH counts AS (
 	SELECT
 		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
-			AND state = 'pending' AND expires_at > now() LIMIT $9) a) AS total,
+			AND state = 'pending' AND expires_at > now() LIMIT $9) a) +
+		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
+			AND state = 'awaiting' AND expires_at > now() LIMIT $9) w) AS total,
 		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
 			AND sha256(principal) = sha256($5::bytea) AND principal = $5::bytea
-			AND state = 'pending' AND expires_at > now() LIMIT $10) p) AS mine
+			AND state = 'pending' AND expires_at > now() LIMIT $10) p) +
+		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
+			AND sha256(principal) = sha256($5::bytea) AND principal = $5::bytea
+			AND state = 'awaiting' AND expires_at > now() LIMIT $10) q) AS mine
 ), added AS (
-	INSERT INTO ` + t + ` (namespace, id, state, tool, args_digest, principal, subject, expires_at, expires_ns)
-	SELECT $1, $2, 'pending', $3, $4, $5, $6, $7, $8 FROM counts WHERE total < $9 AND mine < $10
+	INSERT INTO ` + t + ` (namespace, id, state, tool, args_digest, principal, subject, expires_at, expires_ns, approval)
+	SELECT $1, $2, CASE WHEN $11::bytea IS NULL THEN 'pending' ELSE 'awaiting' END, $3, $4, $5, $6, $7, $8, $11
+	FROM counts WHERE total < $9 AND mine < $10
 	ON CONFLICT DO NOTHING RETURNING 1
 )
 SELECT (SELECT count(*) FROM added), total, mine,
@@ -294,16 +334,24 @@ FROM counts`
 	// transaction began).
 	s.rowLockKey = "mcp-confirm/pgledger-row:" + opts.Table + ":" + opts.Namespace + ":"
 	s.rowLockSQL = `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`
+	// A confirmation awaiting out-of-band approval is 'awaiting' until
+	// its last approval makes it 'pending': it may be cancelled, never
+	// redeemed. (A replica of an earlier version knows no 'awaiting', and
+	// refuses such a row as corrupt.)
 	s.spendSQL = `UPDATE ` + t + ` SET state = $3,
 	lease_until = CASE WHEN $3 = 'acting' THEN clock_timestamp() + $4::bigint * interval '1 microsecond' END
-WHERE namespace = $1 AND id = $2 AND state = 'pending' AND expires_at > clock_timestamp()
-RETURNING state, true, true, tool, args_digest, principal, subject, expires_at, expires_ns, outcome`
+WHERE namespace = $1 AND id = $2 AND (state = 'pending' OR state = 'awaiting' AND $3 = 'cancelled')
+	AND expires_at > clock_timestamp()
+RETURNING ` + rowColumns
 	s.completeSQL = `UPDATE ` + t + ` SET state = $3, outcome = $4
 WHERE namespace = $1 AND id = $2 AND state = 'acting' AND lease_until > clock_timestamp()
-RETURNING state, true, true, tool, args_digest, principal, subject, expires_at, expires_ns, outcome`
-	s.readSQL = `SELECT state, expires_at > clock_timestamp(), coalesce(lease_until > clock_timestamp(), false),
-	tool, args_digest, principal, subject, expires_at, expires_ns, outcome
-FROM ` + t + ` WHERE namespace = $1 AND id = $2`
+RETURNING ` + rowColumns
+	s.readSQL = `SELECT ` + rowColumns + ` FROM ` + t + ` WHERE namespace = $1 AND id = $2`
+	// Decide: one transaction that takes the row's lock, reads the row
+	// and the clock, and writes what ledger.Record.Decide made of them.
+	s.lockSQL = s.rowLockSQL
+	s.decideReadSQL = `SELECT ` + rowColumns + `, clock_timestamp() FROM ` + t + ` WHERE namespace = $1 AND id = $2`
+	s.decideSQL = `UPDATE ` + t + ` SET state = $3, decisions = $4 WHERE namespace = $1 AND id = $2`
 	// A row is forgotten once both its expiry and its lease's end are
 	// past grace; the expiry index finds the candidates.
 	s.sweepSQL = `DELETE FROM ` + t + ` WHERE namespace = $1 AND expires_at < now() - $2::bigint * interval '1 microsecond'
@@ -392,7 +440,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.lockKey); err != nil {
 		return fmt.Errorf("pgledger: migrate: lock: %w", err)
 	}
-	for _, sql := range []string{s.createSQL, s.indexSQL, s.pendingIndexSQL, s.principalIndexSQL} {
+	for _, sql := range []string{s.createSQL, s.indexSQL, s.pendingIndexSQL, s.principalIndexSQL, s.awaitingIndexSQL} {
 		if _, err := tx.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("pgledger: migrate: %w", err)
 		}
@@ -418,6 +466,16 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if !current {
 		if _, err := tx.Exec(ctx, s.outcomesMigrationSQL); err != nil {
 			return fmt.Errorf("pgledger: migrate: outcomes: %w", err)
+		}
+	}
+	// Tables made before out-of-band approval lack approval and
+	// decisions, and their CHECK knows no 'awaiting'.
+	if err := tx.QueryRow(ctx, s.approvalsSQL, s.table).Scan(&current); err != nil {
+		return fmt.Errorf("pgledger: migrate: %w", err)
+	}
+	if !current {
+		if _, err := tx.Exec(ctx, s.approvalsMigrationSQL); err != nil {
+			return fmt.Errorf("pgledger: migrate: approvals: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -453,15 +511,14 @@ var errClosed = errors.New("pgledger: store closed")
 
 // Add implements [ledger.Store]. At most once per SweepEvery it first
 // sweeps; a failed sweep is not reported (the insert reports a database
-// that went away). It refuses a confirmation that needs out-of-band
-// approval: this store does not record decisions yet, and must not hold a
-// confirmation it would let be redeemed unapproved.
+// that went away).
 func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 	if s.closed.Load() {
 		return errClosed
 	}
-	if c.Approval != nil {
-		return fmt.Errorf("pgledger: add %s: %w", c.ID, errNoApprovals)
+	approval, err := encodeApproval(c.Approval)
+	if err != nil {
+		return fmt.Errorf("pgledger: add %s: %w", c.ID, err)
 	}
 	now := s.now().UnixNano()
 	if last := s.lastSweep.Load(); now-last >= int64(s.sweepEvery) && s.lastSweep.CompareAndSwap(last, now) {
@@ -476,7 +533,7 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 	var added, total, mine int64
 	var existed bool
 	b.Queue(s.addSQL, s.ns, c.ID[:], []byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject),
-		at, ns, s.maxPending, s.maxPer).QueryRow(func(r pgx.Row) error {
+		at, ns, s.maxPending, s.maxPer, approval).QueryRow(func(r pgx.Row) error {
 		return r.Scan(&added, &total, &mine, &existed)
 	})
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
@@ -511,18 +568,19 @@ func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 	}
 	// A lease under a microsecond is one: the database's clock is in them.
 	micros := max(int64((lease+time.Microsecond-1)/time.Microsecond), 1)
-	spent, r, err := s.decide(ctx, id, ledger.Pending, s.spendSQL, target, micros)
+	// The change applies to a pending row (awaiting approval: only a
+	// cancel), before its expiry.
+	applies := func(r row) bool {
+		return r.found && r.State == ledger.Pending && r.unexpired && (!r.awaiting || to == ledger.Cancelled)
+	}
+	spent, r, err := s.decide(ctx, id, applies, s.spendSQL, target, micros)
 	switch {
 	case err != nil:
 		return ledger.Record{}, fmt.Errorf("pgledger: spend %s: %w", id, err)
 	case spent:
-		return ledger.Record{Confirmation: r.Confirmation, State: to}, nil
+		return ledger.Record{Confirmation: r.Confirmation, State: to, Decisions: r.Decisions}, nil
 	}
-	rec, err := r.answer()
-	if rec.State == ledger.Cancelled {
-		return ledger.Record{}, err
-	}
-	return rec, err
+	return r.answer()
 }
 
 // Complete implements [ledger.Store].
@@ -535,7 +593,8 @@ func (s *Store) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) er
 		return errClosed
 	}
 	state := [...]string{ledger.OutcomeDone: "done", ledger.OutcomeFailed: "failed", ledger.OutcomeUnknown: "in_doubt"}[o.Kind]
-	completed, r, err := s.decide(ctx, id, ledger.Acting, s.completeSQL, state, b)
+	applies := func(r row) bool { return r.found && r.State == ledger.Acting }
+	completed, r, err := s.decide(ctx, id, applies, s.completeSQL, state, b)
 	switch {
 	case err != nil:
 		return fmt.Errorf("pgledger: complete %s: %w", id, err)
@@ -548,16 +607,62 @@ func (s *Store) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) er
 	return err
 }
 
-var errNoApprovals = errors.New("out-of-band approval is not supported by this store yet")
+// Decide implements [ledger.Store]: one transaction that takes the row's
+// lock (as Spend and Complete do), reads the row and the database's clock,
+// applies [ledger.Record.Decide] and writes the decisions and the state
+// the row moves to: 'awaiting' until the last approval, then 'pending'
+// (redeemable), or 'cancelled' on a decline. Two round trips, then the
+// commit.
+func (s *Store) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool) (ledger.Record, error) {
+	if s.closed.Load() {
+		return ledger.Record{}, errClosed
+	}
+	rec, err := s.decideTx(ctx, id, p, approve)
+	if err != nil && ledger.ResultOf(err) == ledger.ResultError {
+		return ledger.Record{}, fmt.Errorf("pgledger: decide %s: %w", id, err)
+	}
+	return rec, err
+}
 
-// Decide implements [ledger.Store]. This store holds no confirmation that
-// needs out-of-band approval (Add refuses them): the answer is ErrInBand,
-// or the error Lookup gives.
-func (s *Store) Decide(ctx context.Context, id ledger.ID, _ ledger.Approver, _ bool) (ledger.Record, error) {
-	if _, err := s.Lookup(ctx, id); err != nil {
+func (s *Store) decideTx(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool) (ledger.Record, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
 		return ledger.Record{}, err
 	}
-	return ledger.Record{}, ledger.ErrInBand
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var r row
+	var now time.Time
+	var b pgx.Batch
+	b.Queue(s.lockSQL, s.rowLockKey+id.String())
+	b.Queue(s.decideReadSQL, s.ns, id[:]).QueryRow(func(row pgx.Row) error { return r.scan(id, row, &now) })
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return ledger.Record{}, err
+	}
+	if !r.found {
+		return ledger.Record{}, ledger.ErrUnknown
+	}
+	rec, err := r.Record.Decide(p, approve, now)
+	if err != nil {
+		return rec, err
+	}
+	state := "awaiting"
+	switch {
+	case !approve:
+		state = "cancelled"
+	case rec.Approved():
+		state = "pending"
+	}
+	tag, err := tx.Exec(ctx, s.decideSQL, s.ns, id[:], state, encodeDecisions(rec.Decisions))
+	switch {
+	case err != nil:
+		return ledger.Record{}, err
+	case tag.RowsAffected() != 1:
+		return ledger.Record{}, ledger.ErrUnknown // swept since it was read
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return ledger.Record{}, err
+	}
+	return rec, nil
 }
 
 // Lookup implements [ledger.Store]: one statement, which changes nothing.
@@ -579,9 +684,10 @@ func (s *Store) Lookup(ctx context.Context, id ledger.ID) (ledger.Record, error)
 // namespace and id) under the row's lock, as the package doc describes,
 // and reports whether it changed the row, and the row as it then is. The
 // row is read in a second transaction when nothing changed, so it may have
-// moved on since: if it moved to where the change applies (from, a pending
-// row now acting, for a Complete), the change is tried again.
-func (s *Store) decide(ctx context.Context, id ledger.ID, from ledger.State, change string, args ...any) (changed bool, r row, err error) {
+// moved on since: if it moved to where the change applies (a row inserted
+// since, for a Spend; a pending row now acting, for a Complete), the
+// change is tried again.
+func (s *Store) decide(ctx context.Context, id ledger.ID, applies func(row) bool, change string, args ...any) (changed bool, r row, err error) {
 	for range 3 {
 		r = row{}
 		if err := s.underLock(ctx, id, change, append([]any{s.ns, id[:]}, args...), &r); err != nil {
@@ -594,7 +700,7 @@ func (s *Store) decide(ctx context.Context, id ledger.ID, from ledger.State, cha
 		if err := s.underLock(ctx, id, s.readSQL, []any{s.ns, id[:]}, &r); err != nil {
 			return false, row{}, err
 		}
-		if !r.found || r.State != from || from == ledger.Pending && !r.unexpired {
+		if !applies(r) {
 			return false, r, nil
 		}
 	}
@@ -623,11 +729,18 @@ func confirmation(id ledger.ID, tool, args, principal, subject []byte, at time.T
 	}
 }
 
+// rowColumns are the columns row.scan reads, the state as it stands on
+// the database's clock.
+const rowColumns = `state, expires_at > clock_timestamp(), coalesce(lease_until > clock_timestamp(), false),
+	tool, args_digest, principal, subject, expires_at, expires_ns, outcome, approval, decisions`
+
 // The states of a row, and the ledger's states they stand for. A row
 // "redeemed" was spent by a version that recorded no outcome: no one can
-// tell what came of it.
+// tell what came of it. One "awaiting" is pending, awaiting out-of-band
+// approval.
 var stateNames = map[string]ledger.State{
 	"pending":   ledger.Pending,
+	"awaiting":  ledger.Pending,
 	"acting":    ledger.Acting,
 	"done":      ledger.Done,
 	"failed":    ledger.Failed,
@@ -638,22 +751,25 @@ var stateNames = map[string]ledger.State{
 
 // states is the CHECK on the state column. "redeemed" stays allowed, so
 // that replicas of an earlier version keep working during an upgrade.
-const states = `('pending', 'acting', 'done', 'failed', 'in_doubt', 'redeemed', 'cancelled')`
+const states = `('pending', 'awaiting', 'acting', 'done', 'failed', 'in_doubt', 'redeemed', 'cancelled')`
 
 // A row is a confirmation's row as readSQL reads it.
 type row struct {
 	ledger.Record
 	found, unexpired bool
+	awaiting         bool // pending, awaiting out-of-band approval
 }
 
-// scan reads row into r; no row leaves r not found.
-func (r *row) scan(id ledger.ID, src pgx.Row) error {
+// scan reads row into r; no row leaves r not found. more are the
+// destinations of columns after rowColumns.
+func (r *row) scan(id ledger.ID, src pgx.Row, more ...any) error {
 	var state string
-	var tool, args, principal, subject, outcome []byte
+	var tool, args, principal, subject, outcome, approval, decisions []byte
 	var at time.Time
 	var ns int16
 	var leased bool
-	err := src.Scan(&state, &r.unexpired, &leased, &tool, &args, &principal, &subject, &at, &ns, &outcome)
+	err := src.Scan(append([]any{&state, &r.unexpired, &leased, &tool, &args, &principal, &subject, &at, &ns, &outcome,
+		&approval, &decisions}, more...)...)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil
@@ -667,8 +783,14 @@ func (r *row) scan(id ledger.ID, src pgx.Row) error {
 	if st == ledger.Acting && !leased {
 		st = ledger.InDoubt // the lease ended with no outcome recorded
 	}
-	r.found, r.State = true, st
+	r.found, r.State, r.awaiting = true, st, state == "awaiting"
 	r.Confirmation = confirmation(id, tool, args, principal, subject, at, ns)
+	if r.Approval, err = decodeApproval(approval); err != nil {
+		return fmt.Errorf("%w: approval: %w", errCorrupt, err)
+	}
+	if r.Decisions, err = decodeDecisions(decisions); err != nil {
+		return fmt.Errorf("%w: decisions: %w", errCorrupt, err)
+	}
 	if outcome != nil {
 		if err := r.Outcome.UnmarshalBinary(outcome); err != nil {
 			return fmt.Errorf("%w: %w", errCorrupt, err)
@@ -685,6 +807,8 @@ func (r row) answer() (ledger.Record, error) {
 		return ledger.Record{}, ledger.ErrUnknown
 	case r.State == ledger.Pending && !r.unexpired:
 		return ledger.Record{}, ledger.ErrExpired
+	case r.awaiting:
+		return r.Record, ledger.ErrAwaitingApproval
 	case r.State == ledger.Pending:
 		// Not reached: decide tries a pending row again.
 		return ledger.Record{}, ledger.ErrUnknown
@@ -695,7 +819,10 @@ func (r row) answer() (ledger.Record, error) {
 	case r.State == ledger.InDoubt:
 		return r.Record, ledger.ErrInDoubt
 	}
-	return r.Record, ledger.ErrCancelled
+	if _, declined := r.Declined(); declined {
+		return r.Record, ledger.ErrDeclined
+	}
+	return ledger.Record{}, ledger.ErrCancelled
 }
 
 var errCorrupt = errors.New("corrupt row")
@@ -710,4 +837,111 @@ func ceilMicro(t time.Time) (time.Time, int16) {
 	}
 	d := 1000 - r
 	return t.Add(time.Duration(d)), int16(d)
+}
+
+// encodeApproval is the approval column of a confirmation that needs a:
+// a version byte (1), Required as a uvarint, then Requester, Question and
+// each of the Approvers (after their number, a uvarint), each as a
+// uvarint length and its bytes. Nil (NULL) for none.
+func encodeApproval(a *ledger.Approval) ([]byte, error) {
+	if a == nil {
+		return nil, nil
+	}
+	if err := a.Check(); err != nil {
+		return nil, err
+	}
+	b := binary.AppendUvarint([]byte{1}, uint64(a.Required))
+	b = appendString(b, a.Requester)
+	b = appendString(b, a.Question)
+	b = binary.AppendUvarint(b, uint64(len(a.Approvers)))
+	for _, n := range a.Approvers {
+		b = appendString(b, n)
+	}
+	return b, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+var errEncoding = errors.New("bad encoding")
+
+// reader reads what encodeApproval and encodeDecisions write.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint(limit uint64) uint64 {
+	n, k := binary.Uvarint(r.b)
+	if k <= 0 || n > limit {
+		r.err = errEncoding
+		return 0
+	}
+	r.b = r.b[k:]
+	return n
+}
+
+func (r *reader) string() string {
+	n := r.uvarint(uint64(len(r.b)))
+	if r.err != nil {
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func decodeApproval(b []byte) (*ledger.Approval, error) {
+	if b == nil {
+		return nil, nil
+	}
+	if len(b) == 0 || b[0] != 1 {
+		return nil, errEncoding
+	}
+	r := &reader{b: b[1:]}
+	a := &ledger.Approval{Required: int(r.uvarint(ledger.MaxRequired))}
+	a.Requester, a.Question = r.string(), r.string()
+	a.Approvers = make([]string, r.uvarint(ledger.MaxApprovers))
+	for i := range a.Approvers {
+		a.Approvers[i] = r.string()
+	}
+	if r.err != nil || len(r.b) != 0 || a.Check() != nil {
+		return nil, errEncoding
+	}
+	return a, nil
+}
+
+// encodeDecisions is the decisions column: for each decision, '+'
+// (approved) or '-' (declined), its time in unix microseconds (8 bytes,
+// big-endian) and the approver, as a uvarint length and its bytes. Nil
+// (NULL) for none.
+func encodeDecisions(ds []ledger.Decision) []byte {
+	var b []byte
+	for _, d := range ds {
+		sign := byte('-')
+		if d.Approve {
+			sign = '+'
+		}
+		b = binary.BigEndian.AppendUint64(append(b, sign), uint64(d.At.UnixMicro()))
+		b = appendString(b, d.Approver)
+	}
+	return b
+}
+
+func decodeDecisions(b []byte) ([]ledger.Decision, error) {
+	var ds []ledger.Decision
+	for len(b) > 0 {
+		if len(b) < 9 || b[0] != '+' && b[0] != '-' {
+			return nil, errEncoding
+		}
+		d := ledger.Decision{Approve: b[0] == '+', At: time.UnixMicro(int64(binary.BigEndian.Uint64(b[1:9])))}
+		r := &reader{b: b[9:]}
+		d.Approver = r.string()
+		if r.err != nil {
+			return nil, errEncoding
+		}
+		ds, b = append(ds, d), r.b
+	}
+	return ds, nil
 }

@@ -103,9 +103,7 @@ func factory(t *testing.T) ledgertest.Factory {
 
 func TestStore(t *testing.T) {
 	rapidtest.OutOfTree(t) // the model test's fail files
-	f := factory(t)
-	f.InBandOnly = true // until this store records decisions
-	ledgertest.Run(t, f)
+	ledgertest.Run(t, factory(t))
 }
 
 // TestNamespaces checks that stores with different namespaces on one
@@ -353,6 +351,76 @@ func TestMigrateOutcomes(t *testing.T) {
 	}
 	if _, err := s.Spend(ctx, older.ID, ledger.Acting, ledgertest.Long); !errors.Is(err, ledger.ErrInDoubt) {
 		t.Fatalf("Spend of a row an earlier replica redeemed = %v, want ErrInDoubt", err)
+	}
+}
+
+// TestMigrateApprovals upgrades a table made before out-of-band approval
+// (no approval and decisions columns, no 'awaiting' in its check):
+// Migrate adds them, keeping the rows, and a confirmation that needs
+// approval is then added, decided and redeemed. A replica of the earlier
+// version, whose Spend redeems any pending row, leaves a row awaiting
+// approval alone (its read then finds a state it does not know, and
+// refuses); its control, an in-band row, it redeems.
+func TestMigrateApprovals(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	table := tempTable(t, p)
+	if _, err := p.Exec(ctx, `CREATE TABLE `+table+` (
+	namespace   text        NOT NULL,
+	id          bytea       NOT NULL CHECK (length(id) = 16),
+	state       text        NOT NULL,
+	tool        bytea       NOT NULL,
+	args_digest bytea       NOT NULL,
+	principal   bytea       NOT NULL,
+	subject     bytea       NOT NULL,
+	expires_at  timestamptz NOT NULL,
+	expires_ns  smallint    NOT NULL CHECK (expires_ns BETWEEN 0 AND 999),
+	lease_until timestamptz,
+	outcome     bytea,
+	PRIMARY KEY (namespace, id),
+	CONSTRAINT `+table+`_state_check CHECK (state IN ('pending', 'acting', 'done', 'failed', 'in_doubt', 'redeemed', 'cancelled'))
+) WITH (fillfactor = 90)`); err != nil {
+		t.Fatal(err)
+	}
+	before := ledgertest.Fresh(t)
+	if _, err := p.Exec(ctx, `INSERT INTO `+table+` VALUES ('ns', $1, 'pending', $2, $3, $4, $5, $6, 0)`,
+		before.ID[:], []byte(before.Tool), []byte(before.ArgsDigest), []byte(before.Principal), []byte(before.Subject), before.Expires); err != nil {
+		t.Fatal(err)
+	}
+	s := newStore(t, p, pgledger.Options{Table: table, Namespace: "ns"})
+	for range 2 { // the second Migrate finds nothing to do
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate: %v", err)
+		}
+	}
+	oob, inBand := ledgertest.OutOfBand(ledgertest.Fresh(t), 1, ""), ledgertest.Fresh(t)
+	for _, c := range []ledger.Confirmation{oob, inBand} {
+		if err := s.Add(ctx, c); err != nil {
+			t.Fatalf("Add after the upgrade: %v", err)
+		}
+	}
+	// The earlier version's Spend, still running on another replica.
+	priorSpend := `UPDATE ` + table + ` SET state = 'acting', lease_until = clock_timestamp() + interval '1 hour'
+WHERE namespace = 'ns' AND id = $1 AND state = 'pending' AND expires_at > clock_timestamp()`
+	for _, tc := range []struct {
+		c    ledger.Confirmation
+		rows int64
+	}{{oob, 0}, {inBand, 1}} {
+		if tag, err := p.Exec(ctx, priorSpend, tc.c.ID[:]); err != nil || tag.RowsAffected() != tc.rows {
+			t.Fatalf("the earlier version's Spend of %s: %v, %d rows; want %d", tc.c.ID, err, tag.RowsAffected(), tc.rows)
+		}
+	}
+	if _, err := s.Spend(ctx, oob.ID, ledger.Acting, ledgertest.Long); !errors.Is(err, ledger.ErrAwaitingApproval) {
+		t.Fatalf("Redeem before approval = %v, want ErrAwaitingApproval", err)
+	}
+	approver := ledger.Approver{ID: oob.Approval.Approvers[0]}
+	if rec, err := s.Decide(ctx, oob.ID, approver, true); err != nil || len(rec.Decisions) != 1 {
+		t.Fatalf("Decide after the upgrade = %+v, %v", rec.Decisions, err)
+	}
+	for _, c := range []ledger.Confirmation{oob, before} {
+		if _, err := s.Spend(ctx, c.ID, ledger.Acting, ledgertest.Long); err != nil {
+			t.Fatalf("Redeem after the upgrade: %v", err)
+		}
 	}
 }
 
