@@ -2,10 +2,12 @@ package linearizability
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +33,12 @@ type broken struct {
 	// blindComplete: Complete records its outcome whatever the state and
 	// the lease: no compare-and-set from acting.
 	blindComplete bool
+	// selfApproval: Decide does not exclude the requester.
+	selfApproval bool
+	// decideTwice: Decide records a decision whatever was decided before.
+	decideTwice bool
+	// redeemUnapproved: Spend redeems without looking at the approvals.
+	redeemUnapproved bool
 
 	mu sync.Mutex
 	m  map[ledger.ID]*brokenEntry
@@ -44,9 +52,6 @@ type brokenEntry struct {
 var _ ledger.Store = (*broken)(nil)
 
 func (s *broken) Add(_ context.Context, c ledger.Confirmation) error {
-	if c.Approval != nil {
-		return fmt.Errorf("broken: out-of-band approval not supported")
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
@@ -66,6 +71,9 @@ func (e *brokenEntry) answer(now time.Time) (ledger.Record, error) {
 	}
 	switch e.State {
 	case ledger.Cancelled:
+		if _, declined := e.Declined(); declined {
+			return e.Record, ledger.ErrDeclined
+		}
 		return ledger.Record{}, ledger.ErrCancelled
 	case ledger.Acting:
 		return e.Record, ledger.ErrInProgress
@@ -100,6 +108,8 @@ func (s *broken) Spend(_ context.Context, id ledger.ID, to ledger.State, lease t
 		return e.answer(now)
 	case !s.ignoreExpiry && !now.Before(e.Expires):
 		return ledger.Record{}, ledger.ErrExpired
+	case to == ledger.Acting && !e.Approved() && !s.redeemUnapproved:
+		return e.Record, ledger.ErrAwaitingApproval
 	}
 	if s.checkThenAct {
 		// The window between check and act, widened by handing the
@@ -134,13 +144,32 @@ func (s *broken) Complete(_ context.Context, id ledger.ID, o ledger.Outcome) err
 	return nil
 }
 
-// Decide answers as a store of in-band confirmations only (the workload
-// issues no other).
-func (s *broken) Decide(ctx context.Context, id ledger.ID, _ ledger.Approver, _ bool) (ledger.Record, error) {
-	if _, err := s.Lookup(ctx, id); err != nil {
-		return ledger.Record{}, err
+// Decide is ledger.Record.Decide under the lock, unless a fault records a
+// decision it refuses.
+func (s *broken) Decide(_ context.Context, id ledger.ID, p ledger.Approver, approve bool) (ledger.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	e, ok := s.m[id]
+	if !ok {
+		return ledger.Record{}, ledger.ErrUnknown
 	}
-	return ledger.Record{}, ledger.ErrInBand
+	if e.State == ledger.Acting && !now.Before(e.leaseEnd) {
+		e.State = ledger.InDoubt
+	}
+	r, err := e.Record.Decide(p, approve, now)
+	if faulty := s.selfApproval && errors.Is(err, ledger.ErrSelfApproval) && slices.Contains(e.Approval.Approvers, p.ID) ||
+		s.decideTwice && errors.Is(err, ledger.ErrDecided); faulty && e.State == ledger.Pending && now.Before(e.Expires) {
+		r, err = e.Record, nil
+		r.Decisions = append(slices.Clip(r.Decisions), ledger.Decision{Approver: p.ID, Approve: approve, At: now})
+		if !approve {
+			r.State = ledger.Cancelled
+		}
+	}
+	if err == nil {
+		e.Record = r
+	}
+	return r, err
 }
 
 func (s *broken) Lookup(_ context.Context, id ledger.ID) (ledger.Record, error) {
@@ -168,6 +197,9 @@ func TestBrokenStores(t *testing.T) {
 		{"ignores expiry", func() ledger.Store { return &broken{ignoreExpiry: true} }, spentAfterExpiry},
 		{"replay runs again", func() ledger.Store { return &broken{rerun: true} }, redeemedAfterOutcome},
 		{"complete without compare-and-set", func() ledger.Store { return &broken{blindComplete: true} }, completedOutOfTurn},
+		{"self-approval", func() ledger.Store { return &broken{selfApproval: true} }, selfDecided},
+		{"decision recorded twice", func() ledger.Store { return &broken{decideTwice: true} }, decidedTwice},
+		{"redeem before approval", func() ledger.Store { return &broken{redeemUnapproved: true} }, redeemedUnapproved},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,7 +245,7 @@ func doubleSpend(h History) (string, bool) {
 	most, worst := 0, ledger.ID{}
 	for _, op := range h.Operations {
 		in, out := op.Input.(Input), op.Output.(Output)
-		if in.Op != OpIssue && out.Result == ledger.ResultOK {
+		if (in.Op == OpRedeem || in.Op == OpCancel) && out.Result == ledger.ResultOK {
 			if wins[in.ID]++; wins[in.ID] > most {
 				most, worst = wins[in.ID], in.ID
 			}
@@ -240,7 +272,7 @@ func spentAfterExpiry(h History) (string, bool) {
 	n := 0
 	for _, op := range h.Operations {
 		in, out := op.Input.(Input), op.Output.(Output)
-		if e, ok := expiry[in.ID]; ok && in.Op != OpIssue && out.Result == ledger.ResultOK && in.From >= e {
+		if e, ok := expiry[in.ID]; ok && (in.Op == OpRedeem || in.Op == OpCancel) && out.Result == ledger.ResultOK && in.From >= e {
 			n++
 		}
 	}
@@ -291,4 +323,89 @@ func completedOutOfTurn(h History) (string, bool) {
 		}
 	}
 	return fmt.Sprintf("%d confirmations with two outcomes recorded, or one never redeemed", n), n > 0
+}
+
+// issues returns the Issue input of every confirmation in h.
+func issues(h History) map[ledger.ID]Input {
+	m := make(map[ledger.ID]Input)
+	for _, op := range h.Operations {
+		if in := op.Input.(Input); in.Op == OpIssue {
+			m[in.ID] = in
+		}
+	}
+	return m
+}
+
+// selfDecided finds a decision recorded by the confirmation's requester.
+func selfDecided(h History) (string, bool) {
+	is, n := issues(h), 0
+	for _, op := range h.Operations {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if in.Op == OpDecide && out.Result == ledger.ResultOK && is[in.ID].Requester&(1<<in.Approver) != 0 {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d decisions recorded by the confirmation's requester", n), n > 0
+}
+
+// decidedTwice finds a confirmation with a decision recorded twice by one
+// approver, or more than its outcome took: more approvals than it needs,
+// or anything beside a decline.
+func decidedTwice(h History) (string, bool) {
+	is := issues(h)
+	type count struct {
+		by               map[uint8]int
+		approvals, total int
+		declined         bool
+	}
+	counts := make(map[ledger.ID]*count)
+	for _, op := range h.Operations {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if in.Op != OpDecide || out.Result != ledger.ResultOK {
+			continue
+		}
+		c := counts[in.ID]
+		if c == nil {
+			c = &count{by: make(map[uint8]int)}
+			counts[in.ID] = c
+		}
+		c.by[in.Approver]++
+		c.total++
+		if in.Approve {
+			c.approvals++
+		} else {
+			c.declined = true
+		}
+	}
+	n := 0
+	for id, c := range counts {
+		twice := c.approvals > int(is[id].Need) || c.declined && c.total > 1
+		for _, k := range c.by {
+			twice = twice || k > 1
+		}
+		if twice {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d confirmations with a decision recorded twice", n), n > 0
+}
+
+// redeemedUnapproved finds a confirmation redeemed with fewer approvals
+// recorded, in the whole history, than it needs.
+func redeemedUnapproved(h History) (string, bool) {
+	is := issues(h)
+	approvals := make(map[ledger.ID]int)
+	for _, op := range h.Operations {
+		if in, out := op.Input.(Input), op.Output.(Output); in.Op == OpDecide && in.Approve && out.Result == ledger.ResultOK {
+			approvals[in.ID]++
+		}
+	}
+	n := 0
+	for _, op := range h.Operations {
+		in, out := op.Input.(Input), op.Output.(Output)
+		if in.Op == OpRedeem && out.Result == ledger.ResultOK && approvals[in.ID] < int(is[in.ID].Need) {
+			n++
+		}
+	}
+	return fmt.Sprintf("%d redeems of a confirmation short of its approvals", n), n > 0
 }

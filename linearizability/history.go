@@ -112,7 +112,7 @@ type Client struct {
 
 // Issue records s.Add(ctx, conf).
 func (c *Client) Issue(ctx context.Context, s ledger.Store, conf ledger.Confirmation) error {
-	_, err := c.Do(Call{Op: OpIssue, ID: conf.ID, Expires: conf.Expires}, func() (ledger.Record, error) {
+	_, err := c.Do(Call{Op: OpIssue, ID: conf.ID, Expires: conf.Expires, Approval: conf.Approval}, func() (ledger.Record, error) {
 		return ledger.Record{}, s.Add(ctx, conf)
 	})
 	return err
@@ -142,16 +142,28 @@ func (c *Client) Complete(ctx context.Context, s ledger.Store, id ledger.ID, kin
 	return err
 }
 
+// Decide records s.Decide(ctx, id, Approvers[approver], approve).
+func (c *Client) Decide(ctx context.Context, s ledger.Store, id ledger.ID, approver int, approve bool) (ledger.Record, error) {
+	return c.Do(Call{Op: OpDecide, ID: id, Approver: approver, Approve: approve}, func() (ledger.Record, error) {
+		return s.Decide(ctx, id, Approvers[approver], approve)
+	})
+}
+
 // A Call is what an operation asks for: op on confirmation id, with the
-// expiry being issued (OpIssue), the lease asked for (OpRedeem), or the
-// outcome recorded (OpComplete: its kind, and the tag naming its result).
+// expiry being issued and the out-of-band approval it needs (OpIssue), the
+// lease asked for (OpRedeem), the outcome recorded (OpComplete: its kind,
+// and the tag naming its result), or who decides how (OpDecide: an index
+// in [Approvers]).
 type Call struct {
-	Op      Op
-	ID      ledger.ID
-	Expires time.Time
-	Lease   time.Duration
-	Kind    ledger.OutcomeKind
-	Tag     uint64
+	Op       Op
+	ID       ledger.ID
+	Expires  time.Time
+	Approval *ledger.Approval
+	Lease    time.Duration
+	Kind     ledger.OutcomeKind
+	Tag      uint64
+	Approver int
+	Approve  bool
 }
 
 // Do records one operation performed by f, over any transport (a store,
@@ -163,7 +175,7 @@ type Call struct {
 // take effect at any later time — never dropped. Do returns what f
 // returned.
 func (c *Client) Do(call Call, f func() (ledger.Record, error)) (ledger.Record, error) {
-	if call.Op < OpIssue || call.Op > OpComplete {
+	if call.Op < OpIssue || call.Op > OpDecide || call.Approver < 0 || call.Approver >= len(Approvers) {
 		return ledger.Record{}, fmt.Errorf("linearizability: invalid operation %v", call.Op)
 	}
 	if c.id < 0 {
@@ -191,9 +203,11 @@ func (c *Client) Also(call Call, err error) {
 // add records one operation of c called at begin, returning rec, err at end.
 func (c *Client) add(call Call, begin, end int64, rec ledger.Record, err error) {
 	r := c.r
-	in := Input{Op: call.Op, ID: call.ID, Lease: int64(call.Lease), Kind: call.Kind, Tag: call.Tag}
+	in := Input{Op: call.Op, ID: call.ID, Lease: int64(call.Lease), Kind: call.Kind, Tag: call.Tag,
+		Approver: uint8(call.Approver), Approve: call.Approve}
 	if call.Op == OpIssue {
 		in.Expires = r.At(call.Expires)
+		in.Need, in.Eligible, in.Requester = eligibility(call.Approval)
 	}
 	out := Output{Result: ledger.ResultOf(err)}
 	switch {
@@ -369,7 +383,7 @@ func (s Stats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d operations, %d goroutines, %d clients, %d partitions (confirmation ids)",
 		s.Operations, s.Goroutines, s.Clients, s.Partitions)
-	for _, op := range []Op{OpIssue, OpRedeem, OpCancel, OpComplete} {
+	for _, op := range []Op{OpIssue, OpRedeem, OpCancel, OpComplete, OpDecide} {
 		rs := s.Results[op]
 		var parts []string
 		for r, n := range rs {

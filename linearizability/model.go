@@ -1,6 +1,6 @@
 // Package linearizability checks that a [ledger.Store] behaves, under
 // concurrency, like the single-threaded specification of spec/Ledger.tla:
-// every history of Issue, Redeem, Cancel and Complete calls recorded from
+// every history of Issue, Redeem, Cancel, Complete and Decide calls recorded from
 // many goroutines must be explainable by some order of atomic steps that
 // respects real time (each step happens between its call and its return).
 //
@@ -22,6 +22,8 @@
 // of one confirmation, a spend honoured after its expiry or after a
 // cancel, two outcomes recorded for one confirmation or one recorded after
 // its lease, a retry answered with another outcome than the one recorded,
+// a redeem before the out-of-band approvals were in, a decision recorded
+// twice, after the outcome, by the requester or by someone not listed,
 // a refusal the state cannot explain) — provided the recorder's skew
 // allowance covers the offset between the store's clock and the
 // recorder's, and the store's rounding of expiries and leases. A history
@@ -55,7 +57,38 @@ const (
 	OpRedeem                 // Store.Spend(id, Acting, lease)
 	OpCancel                 // Store.Spend(id, Cancelled, 0)
 	OpComplete               // Store.Complete(id, outcome)
+	OpDecide                 // Store.Decide(id, Approvers[Approver], approve)
 )
+
+// Approvers are the approvers whose decisions a history records: an
+// OpDecide names one by its index ([Input.Approver]). An Issue of a
+// confirmation that needs out-of-band approval records which of them may
+// decide it and which is its requester ([Input.Eligible],
+// [Input.Requester]), as the confirmation's Approval says.
+var Approvers = [...]ledger.Approver{
+	{ID: "alice"},
+	{ID: "bob", Groups: []string{"group:ops"}},
+	{ID: "carol", Groups: []string{"group:ops"}},
+	{ID: "mallory", Groups: []string{"group:guests"}},
+}
+
+// eligibility returns, for an Issue of a confirmation that needs a, the
+// approvals it needs, the mask of the Approvers who may decide it and the
+// mask of those who are its requester.
+func eligibility(a *ledger.Approval) (need uint8, eligible, requester uint64) {
+	if a == nil {
+		return 0, 0, 0
+	}
+	for i, p := range Approvers {
+		switch a.Eligible(p) {
+		case nil:
+			eligible |= 1 << i
+		case ledger.ErrSelfApproval:
+			requester |= 1 << i
+		}
+	}
+	return uint8(a.Required), eligible, requester
+}
 
 func (o Op) String() string {
 	switch o {
@@ -67,6 +100,8 @@ func (o Op) String() string {
 		return "cancel"
 	case OpComplete:
 		return "complete"
+	case OpDecide:
+		return "decide"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -88,6 +123,15 @@ type Input struct {
 	// and a number naming its result (see [TagResult]).
 	Kind ledger.OutcomeKind
 	Tag  uint64
+	// Need, Eligible and Requester are, for OpIssue, the approvals the
+	// confirmation needs out of band (0: none) and the masks of the
+	// [Approvers] who may decide it and who are its requester.
+	Need                uint8
+	Eligible, Requester uint64
+	// Approver and Approve are, for OpDecide, the index in [Approvers] of
+	// who decides, and how.
+	Approver uint8
+	Approve  bool
 	// From and To bound the instant at which the store decided: the call
 	// time minus the allowed clock skew, and the return time plus it.
 	// To is math.MaxInt64 when the outcome is unknown (the store may still
@@ -132,7 +176,7 @@ const (
 	acting                  // redeemed; its lease may not have ended
 	recorded                // done or failed: its outcome recorded
 	inDoubt                 // redeemed, and an answer said in doubt (or an unknown outcome was recorded)
-	cancelled               // spent by a Cancel
+	cancelled               // spent by a Cancel, or declined by an approver
 	expired                 // pending, and some operation saw the store's clock at or past the expiry
 	forgotten               // the store dropped it, after its expiry (and its lease's end)
 )
@@ -169,6 +213,21 @@ type state struct {
 	leaseFrom, leaseTo int64
 	kind               ledger.OutcomeKind // the outcome recorded, if any
 	tag                uint64
+	// Out-of-band approval: the approvals needed (0: in band), the masks
+	// of the Approvers who may decide and who are the requester, those who
+	// decided, how many approved, and whether one declined.
+	need                         uint8
+	eligible, requester, decided uint64
+	approvals                    uint8
+	declined                     bool
+}
+
+// undecided reports whether an eligible approver's decision on s may
+// still be recorded: it needs approval, no one declined, the approvals
+// are not all in, and it was not redeemed.
+func (s state) undecided() bool {
+	return s.need > 0 && !s.declined && s.approvals < s.need &&
+		s.status != acting && s.status != recorded && s.status != inDoubt
 }
 
 func (s state) String() string {
@@ -179,6 +238,10 @@ func (s state) String() string {
 		return fmt.Sprintf("%s (lease ends in [%s, %s])", s.status, axis(s.leaseFrom), axis(s.leaseTo))
 	case recorded:
 		return fmt.Sprintf("recorded %s #%d", s.kind, s.tag)
+	}
+	if s.need > 0 {
+		return fmt.Sprintf("%s (expires %s; %d of %d approvals, decided %04b, declined %v)",
+			s.status, axis(s.expires), s.approvals, s.need, s.decided, s.declined)
 	}
 	return fmt.Sprintf("%s (expires %s)", s.status, axis(s.expires))
 }
@@ -234,6 +297,7 @@ func NondeterministicModel() porcupine.NondeterministicModel {
 			st := s.(state)
 			h := uint64(st.expires)*0x9e3779b97f4a7c15 ^ uint64(st.status)
 			h = (h^uint64(st.leaseFrom))*0x9e3779b97f4a7c15 ^ uint64(st.leaseTo)
+			h = (h^st.decided)*0x9e3779b97f4a7c15 ^ uint64(st.approvals)
 			return (h^st.tag)*0x9e3779b97f4a7c15 ^ uint64(st.kind)
 		},
 		DescribeOperation: describeOperation,
@@ -256,7 +320,7 @@ func step(s state, in Input, out Output) []any {
 	with := func(st status) []any { s.status = st; return []any{s} }
 
 	if in.Op == OpIssue {
-		added := state{status: pending, expires: in.Expires}
+		added := state{status: pending, expires: in.Expires, need: in.Need, eligible: in.Eligible, requester: in.Requester}
 		switch out.Result {
 		case ledger.ResultOK:
 			// An id is never reused in practice, but a store may forget an
@@ -280,11 +344,17 @@ func step(s state, in Input, out Output) []any {
 		return nil
 	}
 
+	// A decision is answered from the record (cancelled, expired) only
+	// if the approver may decide and nothing is decided yet.
+	bit := uint64(1) << (in.Approver % 64)
+	mayDecide := in.Op != OpDecide || issued && s.eligible&bit != 0 && s.requester&bit == 0 && s.decided&bit == 0 && s.undecided()
+
 	// Answers every operation on an issued confirmation may get from its
 	// state.
 	switch out.Result {
 	case ledger.ResultInDoubt:
 		switch {
+		case in.Op == OpDecide:
 		case s.status == inDoubt:
 			return []any{s}
 		case s.status == acting && leaseOver:
@@ -292,12 +362,17 @@ func step(s state, in Input, out Output) []any {
 		}
 		return nil
 	case ledger.ResultCancelled:
-		if s.status == cancelled {
+		if s.status == cancelled && !s.declined && mayDecide {
+			return []any{s}
+		}
+		return nil
+	case ledger.ResultDeclined:
+		if s.status == cancelled && s.declined && in.Op != OpDecide {
 			return []any{s}
 		}
 		return nil
 	case ledger.ResultExpired:
-		if (s.status == pending || s.status == expired) && late {
+		if (s.status == pending || s.status == expired) && late && mayDecide {
 			return with(expired)
 		}
 		return nil
@@ -307,6 +382,48 @@ func step(s state, in Input, out Output) []any {
 			return []any{s}
 		case late && (!redeemed || leaseOver): // forgotten, and stays forgotten
 			return with(forgotten)
+		}
+		return nil
+	}
+
+	if in.Op == OpDecide {
+		if !issued {
+			return nil
+		}
+		mine := s.eligible&bit != 0 && s.requester&bit == 0
+		decided := s
+		decided.decided |= bit
+		if in.Approve {
+			decided.approvals++
+		} else {
+			decided.status, decided.declined = cancelled, true
+		}
+		switch out.Result {
+		case ledger.ResultInBand:
+			if s.need == 0 {
+				return []any{s}
+			}
+		case ledger.ResultSelfApproval:
+			if s.need > 0 && s.requester&bit != 0 {
+				return []any{s}
+			}
+		case ledger.ResultNotApprover:
+			if s.need > 0 && s.requester&bit == 0 && s.eligible&bit == 0 {
+				return []any{s}
+			}
+		case ledger.ResultDecided:
+			if s.need > 0 && mine && !mayDecide {
+				return []any{s}
+			}
+		case ledger.ResultOK:
+			if mayDecide && s.status == pending && live {
+				return []any{decided}
+			}
+		case ledger.ResultError:
+			if mayDecide && s.status == pending && live {
+				return []any{s, decided}
+			}
+			return []any{s}
 		}
 		return nil
 	}
@@ -346,10 +463,17 @@ func step(s state, in Input, out Output) []any {
 	} else {
 		spent.status = cancelled
 	}
+	// Out-of-band approval: a redeem waits for the approvals; a cancel
+	// does not.
+	approved := in.Op == OpCancel || s.approvals >= s.need
 	switch out.Result {
 	case ledger.ResultOK:
-		if s.status == pending && live && out.ID == in.ID {
+		if s.status == pending && live && out.ID == in.ID && approved {
 			return []any{spent}
+		}
+	case ledger.ResultAwaiting:
+		if s.status == pending && live && !approved {
+			return []any{s}
 		}
 	case ledger.ResultInProgress:
 		if s.status == acting && leaseLive {
@@ -360,7 +484,7 @@ func step(s state, in Input, out Output) []any {
 			return []any{s}
 		}
 	case ledger.ResultError:
-		if s.status == pending && live {
+		if s.status == pending && live && approved {
 			return []any{s, spent}
 		}
 		return []any{s}
@@ -392,10 +516,19 @@ func describeOperation(in, out any) string {
 	switch i.Op {
 	case OpIssue:
 		call = fmt.Sprintf("issue %s expiring at %s", short(i.ID), axis(i.Expires))
+		if i.Need > 0 {
+			call += fmt.Sprintf(" needing %d approvals (may decide %04b, requester %04b)", i.Need, i.Eligible, i.Requester)
+		}
 	case OpRedeem:
 		call = fmt.Sprintf("redeem %s for %s in [%s, %s]", short(i.ID), time.Duration(i.Lease), axis(i.From), axis(i.To))
 	case OpComplete:
 		call = fmt.Sprintf("complete %s %s #%d in [%s, %s]", short(i.ID), i.Kind, i.Tag, axis(i.From), axis(i.To))
+	case OpDecide:
+		how := "decline"
+		if i.Approve {
+			how = "approve"
+		}
+		call = fmt.Sprintf("%s (%s) %s in [%s, %s]", Approvers[i.Approver%uint8(len(Approvers))].ID, how, short(i.ID), axis(i.From), axis(i.To))
 	default:
 		call = fmt.Sprintf("%s %s in [%s, %s]", i.Op, short(i.ID), axis(i.From), axis(i.To))
 	}

@@ -85,6 +85,26 @@ func cancel(id ledger.ID, call, ret int64, res ledger.Result) porcupine.Operatio
 	return spend(OpCancel, id, call, ret, res)
 }
 
+// issueOOB is issue of a confirmation that needs need approvals of the
+// workload's approvers (alice, or bob and carol by group), requested by
+// bob.
+func issueOOB(id ledger.ID, need int, exp, call, ret int64, res ledger.Result) porcupine.Operation {
+	op := issue(id, exp, call, ret, res)
+	in := op.Input.(Input)
+	in.Need, in.Eligible, in.Requester = eligibility(needing(need, Approvers[bob].ID))
+	op.Input = in
+	return op
+}
+
+// decide is approver's decision on id (approve or not), called at call,
+// returning res at ret.
+func decide(id ledger.ID, approver int, approve bool, call, ret int64, res ledger.Result) porcupine.Operation {
+	return porcupine.Operation{
+		Input: Input{Op: OpDecide, ID: id, Approver: uint8(approver), Approve: approve, From: call, To: ret},
+		Call:  call, Output: Output{Result: res}, Return: ret,
+	}
+}
+
 const (
 	ok         = ledger.ResultOK
 	progress   = ledger.ResultInProgress
@@ -97,6 +117,12 @@ const (
 	errR       = ledger.ResultError // outcome unknown
 	exists     = ledger.ResultExists
 	full       = ledger.ResultFull
+	awaiting   = ledger.ResultAwaiting
+	declinedR  = ledger.ResultDeclined
+	decidedR   = ledger.ResultDecided
+	selfR      = ledger.ResultSelfApproval
+	notApprR   = ledger.ResultNotApprover
+	inBandR    = ledger.ResultInBand
 	far        = int64(1_000_000) // an expiry after every operation below
 
 	kDone, kFailed, kUnknown = ledger.OutcomeDone, ledger.OutcomeFailed, ledger.OutcomeUnknown
@@ -229,6 +255,33 @@ func TestModel(t *testing.T) {
 		// Dropping the lost operation instead of keeping it: the store's
 		// honest answer no longer has an explanation.
 		{"lost redeem dropped", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 5, 6, progress)}, false},
+
+		// Out-of-band approval (requested by bob; alice, or carol by group,
+		// may decide; mallory may not).
+		{"awaiting, approved, redeemed", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), redeem(idA, 2, 3, awaiting),
+			decide(idA, alice, true, 4, 5, ok), redeem(idA, 6, 7, ok), decide(idA, carol, true, 8, 9, decidedR)}, true},
+		{"redeemed before approval", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), redeem(idA, 2, 3, ok)}, false},
+		{"awaiting after approval", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, alice, true, 2, 3, ok), redeem(idA, 4, 5, awaiting)}, false},
+		{"awaiting in band", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, awaiting)}, false},
+		{"requester refused", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, bob, true, 2, 3, selfR), decide(idA, mallory, false, 4, 5, notApprR), redeem(idA, 6, 7, awaiting)}, true},
+		{"requester's approval recorded", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, bob, true, 2, 3, ok)}, false},
+		{"unlisted approver's decision recorded", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, mallory, false, 2, 3, ok)}, false},
+		{"decided twice by one approver", []porcupine.Operation{issueOOB(idA, 2, far, 0, 1, ok), decide(idA, alice, true, 2, 3, ok), decide(idA, alice, true, 4, 5, ok)}, false},
+		{"second decision refused", []porcupine.Operation{issueOOB(idA, 2, far, 0, 1, ok), decide(idA, alice, true, 2, 3, ok), decide(idA, alice, false, 4, 5, decidedR),
+			redeem(idA, 6, 7, awaiting), decide(idA, carol, true, 8, 9, ok), redeem(idA, 10, 11, ok)}, true},
+		{"decision after the outcome", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, alice, true, 2, 3, ok), decide(idA, carol, false, 4, 5, ok)}, false},
+		{"racing approvers, one recorded", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, alice, true, 2, 6, decidedR), decide(idA, carol, false, 3, 5, ok),
+			redeem(idA, 7, 8, declinedR), cancel(idA, 9, 10, declinedR)}, true},
+		{"racing approvers, both recorded", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, alice, true, 2, 6, ok), decide(idA, carol, false, 3, 5, ok)}, false},
+		{"declined, then redeemed", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, carol, false, 2, 3, ok), redeem(idA, 4, 5, ok)}, false},
+		{"declined answered as cancelled", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, carol, false, 2, 3, ok), redeem(idA, 4, 5, cancelledR)}, false},
+		{"withdrawn, then decided", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), cancel(idA, 2, 3, ok), decide(idA, alice, true, 4, 5, cancelledR), redeem(idA, 6, 7, cancelledR)}, true},
+		{"decided after expiry", []porcupine.Operation{issueOOB(idA, 1, 100, 0, 1, ok), decide(idA, alice, true, 110, 120, ok)}, false},
+		{"expired, undecided", []porcupine.Operation{issueOOB(idA, 1, 100, 0, 1, ok), decide(idA, alice, true, 110, 120, expiredR)}, true},
+		{"approved, then decided after expiry", []porcupine.Operation{issueOOB(idA, 1, 100, 0, 1, ok), decide(idA, alice, true, 2, 3, ok), decide(idA, carol, true, 110, 120, decidedR)}, true},
+		{"in band decided", []porcupine.Operation{issue(idA, far, 0, 1, ok), decide(idA, alice, true, 2, 3, inBandR), decide(idA, alice, true, 4, 5, ok)}, false},
+		{"lost decision applied", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, alice, true, 2, inf, errR), redeem(idA, 5, 6, ok)}, true},
+		{"lost decision not applied", []porcupine.Operation{issueOOB(idA, 1, far, 0, 1, ok), decide(idA, alice, true, 2, inf, errR), redeem(idA, 5, 6, awaiting)}, true},
 
 		// Partitions are independent; one bad partition is enough.
 		{"two ids", []porcupine.Operation{issue(idA, far, 0, 1, ok), issue(idB, far, 0, 1, ok), redeem(idA, 2, 3, ok), redeem(idB, 2, 3, ok)}, true},

@@ -42,7 +42,8 @@ type director struct {
 // operations it performed.
 func (wl *run) play(ctx context.Context, s ledger.Store, c *Client, budget int, skew time.Duration) int {
 	d := &director{wl: wl, s: s, c: c, ctx: ctx, budget: budget, skew: skew}
-	for _, scene := range []func() bool{d.refusals, d.outcome, d.cancelled, d.expired, d.unknown, d.leaseEnds, d.expiryCrossed} {
+	for _, scene := range []func() bool{d.refusals, d.outcome, d.cancelled, d.expired, d.unknown, d.leaseEnds, d.expiryCrossed,
+		d.approved, d.declined} {
 		for range maxTakes {
 			if d.budget <= 0 || ctx.Err() != nil || scene() {
 				break
@@ -65,12 +66,21 @@ func (d *director) result(f func() error) ledger.Result {
 }
 
 func (d *director) issue(ttl time.Duration) (ledger.Confirmation, ledger.Result) {
+	return d.issueWith(ttl, nil)
+}
+
+// issueWith issues a confirmation that needs approval a (nil: none).
+func (d *director) issueWith(ttl time.Duration, a *ledger.Approval) (ledger.Confirmation, ledger.Result) {
 	expires := time.Now().Add(ttl)
 	if d.wl.wallClock {
 		expires = expires.Round(0)
 	}
-	conf := ledger.Confirmation{ID: d.wl.newID(), Tool: "linearizability", ArgsDigest: "-", Principal: "scenes", Expires: expires}
+	conf := ledger.Confirmation{ID: d.wl.newID(), Tool: "linearizability", ArgsDigest: "-", Principal: "scenes", Expires: expires, Approval: a}
 	return conf, d.result(func() error { return d.c.Issue(d.ctx, d.s, conf) })
+}
+
+func (d *director) decide(id ledger.ID, approver int, approve bool) ledger.Result {
+	return d.result(func() error { _, err := d.c.Decide(d.ctx, d.s, id, approver, approve); return err })
 }
 
 func (d *director) redeem(s ledger.Store, id ledger.ID, lease time.Duration) ledger.Result {
@@ -188,6 +198,32 @@ func (d *director) expiryCrossed() bool {
 		return d.sleepPast(e+skew) && d.redeem(d.s, conf.ID, time.Hour) == ledger.ResultInProgress
 	}
 	return false
+}
+
+// approved: a confirmation that needs one approval, requested by bob: a
+// redeem told to await approval, the requester and an unlisted approver
+// refused, an approval, a second approver refused as decided, a redeem.
+func (d *director) approved() bool {
+	conf, r := d.issueWith(time.Hour, needing(1, "bob"))
+	id := conf.ID
+	return r == ledger.ResultOK &&
+		d.redeem(d.s, id, time.Hour) == ledger.ResultAwaiting &&
+		d.decide(id, bob, true) == ledger.ResultSelfApproval &&
+		d.decide(id, mallory, true) == ledger.ResultNotApprover &&
+		d.decide(id, alice, true) == ledger.ResultOK &&
+		d.decide(id, carol, false) == ledger.ResultDecided &&
+		d.redeem(d.s, id, time.Hour) == ledger.ResultOK
+}
+
+// declined: a confirmation that needs two approvals, one given, then a
+// decline, and a redeem refused as declined.
+func (d *director) declined() bool {
+	conf, r := d.issueWith(time.Hour, needing(2, ""))
+	id := conf.ID
+	return r == ledger.ResultOK &&
+		d.decide(id, carol, true) == ledger.ResultOK &&
+		d.decide(id, alice, false) == ledger.ResultOK &&
+		d.redeem(d.s, id, time.Hour) == ledger.ResultDeclined
 }
 
 // sleepPast sleeps until the history's clock is past at (plus a

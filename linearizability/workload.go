@@ -59,8 +59,10 @@ const (
 	DefaultRacers     = 16
 )
 
-// The mix of operations, per thousand. Spends of a hot confirmation are
-// redeems three times in four and cancels otherwise. A redeem asks for a
+// The mix of operations, per thousand. One issue in four needs out-of-band
+// approval; half the spends of such a confirmation are decisions. Other
+// spends of a hot confirmation are redeems three times in four and
+// cancels otherwise. A redeem asks for a
 // lease of an hour three times in four, otherwise one short enough to end
 // while the confirmation is still hot; a redeem that succeeds is followed
 // by its Complete (done, failed or unknown) seven times in eight with a
@@ -233,6 +235,11 @@ func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Ra
 		s = yielding{s}
 	}
 	issue := func(ttl time.Duration) {
+		// One in four needs out-of-band approval, one or two approvals.
+		var a *ledger.Approval
+		if rnd.IntN(4) == 0 {
+			a = needing(1+rnd.IntN(2), []string{"", Approvers[alice].ID, Approvers[bob].ID, Approvers[mallory].ID}[rnd.IntN(4)])
+		}
 		// Keeps its monotonic reading, so that an in-process store and the
 		// recorder compare it on the same clock; a store on a clock of its
 		// own compares the wall reading, and the recorder must place that.
@@ -246,6 +253,7 @@ func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Ra
 			ArgsDigest: "-",
 			Principal:  principal,
 			Expires:    expires,
+			Approval:   a,
 		}}
 		e.inflight.Store(1)
 		// Published before the Add, so that spends race the Add itself.
@@ -275,6 +283,10 @@ func (wl *run) act(ctx context.Context, s ledger.Store, c *Client, rnd *mrand.Ra
 			_ = c.Issue(ctx, s, e.conf)
 		case r < mixIssue+mixIssueExpired+mixIssueSoon+mixUnknown+mixDuplicate+mixComplete:
 			wl.complete(ctx, s, c, rnd, e.conf.ID)
+		case e.conf.Approval != nil && rnd.IntN(2) == 0:
+			// Half the spends of one that needs approval are decisions,
+			// by anyone: approvers, the requester, someone unlisted.
+			_, _ = c.Decide(ctx, s, e.conf.ID, rnd.IntN(len(Approvers)), rnd.IntN(5) != 0)
 		case rnd.IntN(4) == 3:
 			_, _ = c.Cancel(ctx, s, e.conf.ID)
 		default:
@@ -328,4 +340,24 @@ func (y yielding) Spend(ctx context.Context, id ledger.ID, to ledger.State, leas
 func (y yielding) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) error {
 	runtime.Gosched()
 	return y.Store.Complete(ctx, id, o)
+}
+
+func (y yielding) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool) (ledger.Record, error) {
+	runtime.Gosched()
+	return y.Store.Decide(ctx, id, p, approve)
+}
+
+// The indexes in Approvers of the workload's approvers.
+const (
+	alice = iota
+	bob
+	carol
+	mallory
+)
+
+// needing is what a confirmation of the workload needs out of band:
+// required approvals from alice or the group of bob and carol (mallory is
+// in another), requested by requester.
+func needing(required int, requester string) *ledger.Approval {
+	return &ledger.Approval{Required: required, Approvers: []string{Approvers[alice].ID, "group:ops"}, Requester: requester}
 }
