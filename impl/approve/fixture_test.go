@@ -1,0 +1,201 @@
+package approve_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/approve"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+	"github.com/mcp-confirm/mcp-confirm/internal/approvetest"
+)
+
+// accounts are the test issuer's people and their groups.
+var accounts = map[string][]string{
+	"alice":   {"ops"},
+	"bob":     {"sales"},
+	"carol":   {"ops", "audit"},
+	"mallory": {},
+}
+
+// A fixture is the page of a front door on a loopback port, over an
+// in-memory ledger, signing approvers in at a real OpenID Connect
+// provider.
+type fixture struct {
+	store  *ledger.Memory
+	ledger *ledger.Ledger
+	h      *approve.Handler
+	public string // the front door's base URL
+	issuer *approvetest.Issuer
+}
+
+type fixtureOptions struct {
+	now  func() time.Time                // the ledger's, store's and page's clock
+	wrap func(http.Handler) http.Handler // the front door around the mux
+	also func(*http.ServeMux, *fixture)  // more of the front door
+}
+
+func newFixture(t *testing.T, o fixtureOptions) *fixture {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := "http://" + ln.Addr().String()
+	f := &fixture{public: public}
+	f.issuer = approvetest.StartIssuer(t, public+"/approve/callback", accounts)
+	f.store = ledger.NewMemory(ledger.MemoryOptions{Now: o.now})
+	if f.ledger, err = ledger.New(f.store, ledger.Options{Now: o.now}); err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f.h, err = approve.New(ctx, approve.Options{
+		Ledger: f.ledger, PublicURL: public, Key: key, Now: o.now,
+		OIDC: approve.OIDC{Issuer: f.issuer.URL, ClientID: approvetest.ClientID, ClientSecret: approvetest.ClientSecret,
+			GroupsClaim: "groups", Scopes: []string{"groups"}, AllowHTTPIssuer: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.h.RedirectURL(); got != public+"/approve/callback" {
+		t.Fatalf("RedirectURL() = %s", got)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(f.h.Prefix(), f.h)
+	if o.also != nil {
+		o.also(mux, f)
+	}
+	var h http.Handler = mux
+	if o.wrap != nil {
+		h = o.wrap(mux)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return f
+}
+
+// issue records a confirmation needing approval a and returns its id and
+// the link to its page.
+func (f *fixture) issue(t *testing.T, a ledger.Approval) (ledger.ID, string) {
+	t.Helper()
+	c, err := f.ledger.Issue(context.Background(), ledger.Confirmation{Tool: "delete_file", ArgsDigest: "d", Principal: "agent", Approval: &a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := f.h.Link(c.ID)
+	if !strings.HasPrefix(link, f.public+"/approve/") {
+		t.Fatalf("Link = %s, want under %s/approve/", link, f.public)
+	}
+	return c.ID, link
+}
+
+// decisions returns the decisions recorded on id.
+func (f *fixture) decisions(t *testing.T, id ledger.ID) []ledger.Decision {
+	t.Helper()
+	r, err := f.ledger.Lookup(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Decisions
+}
+
+// deleteQuestion is the question delete_file asks about name (see
+// internal/filetool): the path component by component, and the notes.
+func deleteQuestion(name string) string {
+	q := fmt.Sprintf("Delete the file %s (12 bytes)? This cannot be undone.", prompt.Path(name, prompt.Options{}))
+	for _, w := range prompt.PathWarnings(name) {
+		q += " Note: the name " + strings.TrimPrefix(string(w), "it ") + "."
+	}
+	return q
+}
+
+// visible is question q as a page shows it: without its isolate
+// characters, which the page turns into <bdi> elements.
+func visible(q string) string {
+	return strings.NewReplacer("\u2066", "", "\u2067", "", "\u2068", "", "\u2069", "").Replace(q)
+}
+
+// an approver signed in through a Go HTTP client.
+type approver struct {
+	client *http.Client
+	cookie *http.Cookie
+	token  func(link string) string
+}
+
+// signIn signs account in at link's page through a Go HTTP client.
+func (f *fixture) signIn(t *testing.T, link, account string) *approver {
+	t.Helper()
+	c := approvetest.HTTPClient(t)
+	approvetest.SignInHTTP(t, c, link, account)
+	u, _ := url.Parse(f.public)
+	a := &approver{client: c}
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == f.h.CookieName() {
+			a.cookie = ck
+		}
+	}
+	if a.cookie == nil {
+		t.Fatalf("%s signed in, but holds no session cookie %s", account, f.h.CookieName())
+	}
+	a.token = func(link string) string { return f.h.FormToken(a.cookie, path.Base(link)) }
+	return a
+}
+
+// A response, read.
+type response struct {
+	status int
+	body   string
+	header http.Header
+}
+
+// get fetches link as a.
+func (a *approver) get(t *testing.T, link string) response {
+	t.Helper()
+	return do(t, a.client, http.MethodGet, link, nil, nil)
+}
+
+// post sends decision on link's page as a, from origin, with token.
+func (a *approver) post(t *testing.T, link, origin, token, decision string) response {
+	t.Helper()
+	return post(t, a.client, link, origin, token, decision)
+}
+
+func post(t *testing.T, c *http.Client, link, origin, token, decision string) response {
+	t.Helper()
+	h := http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}
+	if origin != "" {
+		h.Set("Origin", origin)
+	}
+	return do(t, c, http.MethodPost, link, h, strings.NewReader(url.Values{"token": {token}, "decision": {decision}}.Encode()))
+}
+
+func do(t *testing.T, c *http.Client, method, link string, h http.Header, body io.Reader) response {
+	t.Helper()
+	req, err := http.NewRequest(method, link, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return response{status: res.StatusCode, body: string(b), header: res.Header}
+}
