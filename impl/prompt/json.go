@@ -98,7 +98,7 @@ func JSONWarnings(raw []byte) []Warning {
 	h, m := false, false
 	for _, s := range p.texts {
 		h = h || hidden(s)
-		m = m || mixedScripts(s) || lonelyLookalike(s)
+		m = m || misleadingLetters(s)
 	}
 	var ws []Warning
 	if h {
@@ -451,18 +451,31 @@ func (p *jsonParser) str() (string, error) {
 			return s, nil
 		case c < 0x20:
 			return "", p.errorf("not a JSON value: a raw control character in a string at byte %d", p.pos)
-		case c < utf8.RuneSelf && c != '\\':
-			b.WriteByte(c)
-			p.pos++
 		case c != '\\':
-			r, n := utf8.DecodeRune(p.in[p.pos:])
-			if r == utf8.RuneError && n == 1 {
+			// A run of text up to the next quote, escape or control
+			// character, which no UTF-8 sequence holds.
+			run := p.pos
+			for p.pos < len(p.in) {
+				if c := p.in[p.pos]; c == '"' || c == '\\' || c < 0x20 {
+					break
+				}
+				p.pos++
+			}
+			if !utf8.Valid(p.in[run:p.pos]) {
 				// Most readers decode it as U+FFFD: two different strings
 				// would be read alike, and neither as sent.
 				return "", p.errorf("a string holds bytes that are not UTF-8")
 			}
-			b.Write(p.in[p.pos : p.pos+n])
-			p.pos += n
+			if b.Len() == 0 && p.pos < len(p.in) && p.in[p.pos] == '"' {
+				// The whole string, unescaped: one copy.
+				p.pos++
+				s := string(p.in[run : p.pos-1])
+				if p.keepText {
+					p.texts = append(p.texts, s)
+				}
+				return s, nil
+			}
+			b.Write(p.in[run:p.pos])
 		default:
 			r, err := p.escape()
 			if err != nil {

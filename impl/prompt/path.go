@@ -64,7 +64,7 @@ func Path(p string, opts Options) string {
 			j.WriteByte('/')
 		}
 		start := j.Len()
-		quote(&j, c)
+		quote(&j, c, 0, len(c))
 		ranges = append(ranges, component{start, j.Len()})
 	}
 	q := j.String()

@@ -142,6 +142,23 @@
 // assigned, printable and normalized are segmented by the same version of the
 // rules. A newer segmenter would cluster code points that Go still treats as
 // unassigned.
+//
+// # Cost
+//
+// A question may hold a value of megabytes, and shows 120 columns of it.
+// [Value] quotes only the two ends of a value of at least 16 bytes per column
+// of its width, and [Warnings] reads a value once; both return exactly what
+// quoting the whole value returns: TestMatchesReference and
+// FuzzMatchesReference compare Quote, Value, Path, Warnings and PathWarnings
+// byte for byte with the implementation they replaced. What makes this
+// exact is a table of what each code point of the Basic Multilingual Plane is
+// (classes.go, generated from Go's tables, x/text and uniseg, and checked
+// against them by TestClassesUpToDate): between two code points that are each
+// ASCII or plain (classPlain) uniseg always finds a cluster boundary, whatever
+// precedes them, so quoting can start afresh there (TestPlainBoundaries,
+// TestGraphemesRestart), and a plain code point followed by marks that join
+// it is one cluster (TestJoinBoundaries). Anything else goes through uniseg
+// and Unicode's tables as before. [Path] still quotes every component.
 package prompt
 
 import (
@@ -151,6 +168,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/rivo/uniseg"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -175,58 +193,207 @@ var ErrSyntax = errors.New("prompt: invalid quoted text")
 func Quote(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
-	quote(&b, s)
+	quote(&b, s, 0, len(s))
 	return b.String()
 }
 
-// quote writes Quote(s) to b.
-func quote(b *strings.Builder, s string) {
-	at := 0
-	for c := range graphemes(s) {
-		if len(c) == 1 && c[0] < utf8.RuneSelf { // an ASCII byte alone in its cluster: the usual case
-			switch r := c[0]; {
+// quote writes Quote(s)'s text for the grapheme clusters of s from byte
+// start, a cluster boundary, up to the first cluster boundary at or after
+// limit, which it returns, with whether it wrote an escape that hides
+// something: anything but the escapes of the backslash, the delimiters and
+// the ellipsis, which stand for what s shows plainly (see hidden). With b
+// nil it writes nothing and stops at the first such escape.
+func quote(b *strings.Builder, s string, start, limit int) (end int, hides bool) {
+	at, state := start, -1
+	for at < len(s) && at < limit && !(hides && b == nil) {
+		// A run of code points each a cluster of its own that Quote writes
+		// raw, the usual case: printable ASCII, lone spaces and plain code
+		// points, each followed by ASCII or a plain code point.
+		run := at
+		for plainNext, nextSize := false, 0; at < len(s) && at < limit; {
+			// Printable ASCII before ASCII, lone spaces included: the
+			// commonest run, byte by byte.
+			for at+1 < len(s) && at < limit && s[at+1] < utf8.RuneSelf {
+				if c := s[at]; ('!' > c || c > '~' || c == '\\') && (c != ' ' || at == 0 || s[at-1] == ' ' || s[at+1] == ' ') {
+					break
+				}
+				at++
+				plainNext = false
+			}
+			if at >= limit {
+				break
+			}
+			ok, size := plainNext, nextSize
+			if !plainNext {
+				ok, size = alone(s, at)
+			}
+			if !ok {
+				break
+			}
+			next := at + size
+			if next < len(s) && s[next] >= utf8.RuneSelf {
+				if plainNext, nextSize = nextApartAt(s, next); !plainNext {
+					break
+				}
+			} else {
+				plainNext = false
+			}
+			at = next
+		}
+		if at > run {
+			if b != nil {
+				b.WriteString(s[run:at])
+			}
+			state = -1
+			continue
+		}
+		if n, raw := joined(s, at); n > 0 && raw {
+			// A base and the marks it carries, all written raw.
+			if b != nil {
+				b.WriteString(s[at : at+n])
+			}
+			at += n
+			state = -1
+			continue
+		} else if n > 0 {
+			hides = quoteCluster(b, s, at, at+n) || hides
+			at += n
+			state = -1
+			continue
+		}
+		n := 0
+		if c := s[at]; c < utf8.RuneSelf && (at+1 == len(s) || s[at+1] < utf8.RuneSelf && (c != '\r' || s[at+1] != '\n')) {
+			n = 1 // an ASCII byte alone in its cluster: the usual case
+		} else {
+			n, _ = single(s[at:])
+		}
+		switch {
+		case n == 1:
+			switch r := s[at]; {
 			case '!' <= r && r <= '~' && r != '\\', r == ' ' && loneSpace(s, at):
-				b.WriteByte(r)
+				if b != nil {
+					b.WriteByte(r)
+				}
 			default:
+				hides = hides || r != '\\'
 				escape(b, rune(r))
 			}
-		} else {
-			quoteCluster(b, s, at, at+len(c))
+			state = -1
+		case n > 1: // one plain code point, written raw
+			if b != nil {
+				b.WriteString(s[at : at+n])
+			}
+			state = -1
+		default:
+			var c string
+			c, _, _, state = uniseg.FirstGraphemeClusterInString(s[at:], state)
+			n = len(c)
+			hides = quoteCluster(b, s, at, at+n) || hides
 		}
-		at += len(c)
+		at += n
 	}
+	return at, hides
 }
 
-// quoteCluster writes the escaped form of the grapheme cluster s[start:end].
-func quoteCluster(b *strings.Builder, s string, start, end int) {
+// alone reports whether the code point at s[at] is one Quote writes raw
+// when it is a cluster of its own (printable ASCII, a lone space, a plain
+// code point), and returns its length.
+func alone(s string, at int) (bool, int) {
+	if c := s[at]; c < utf8.RuneSelf {
+		return '!' <= c && c <= '~' && c != '\\' || c == ' ' && loneSpace(s, at), 1
+	}
+	r, n := utf8.DecodeRuneInString(s[at:])
+	return n > 1 && classOf(r)&classPlain != 0, n
+}
+
+// joined returns the length of the grapheme cluster at s[at] when it is a
+// base (printable ASCII but the backslash and the space, or a plain code
+// point) and one or more code points of classJoin, followed by the end of
+// s or a code point that is ASCII or plain; else 0. It reports whether
+// Quote writes the cluster raw whole: no more marks than a base may carry,
+// none neutralized, and in NFC (a prefix of an NFC quick-checked string
+// passes the check too, so every run raw tests does).
+func joined(s string, at int) (n int, raw bool) {
+	if c := s[at]; c < utf8.RuneSelf {
+		if c <= ' ' || c > '~' || c == '\\' {
+			return 0, false
+		}
+		n = 1
+	} else {
+		r, size := utf8.DecodeRuneInString(s[at:])
+		if size == 1 || classOf(r)&classPlain == 0 {
+			return 0, false
+		}
+		n = size
+	}
+	marks, neutral, inert := 0, false, true
+	for at+n < len(s) && s[at+n] >= utf8.RuneSelf {
+		r, size := utf8.DecodeRuneInString(s[at+n:])
+		c := classOf(r)
+		if size == 1 || c&classJoin == 0 {
+			break
+		}
+		marks++
+		neutral = neutral || c&classNeutral != 0
+		inert = inert && c&classInert != 0
+		n += size
+	}
+	if marks == 0 || at+n < len(s) && s[at+n] >= utf8.RuneSelf && !nextApart(s[at+n:]) {
+		return 0, false
+	}
+	return n, marks <= maxMarks && !neutral && (inert || norm.NFC.QuickSpanString(s[at:at+n]) == n)
+}
+
+// nextApartAt is nextApart(s[at:]), with the code point's length.
+func nextApartAt(s string, at int) (bool, int) {
+	if s[at] < utf8.RuneSelf {
+		return true, 1
+	}
+	r, n := utf8.DecodeRuneInString(s[at:])
+	return n > 1 && classOf(r)&classPlain != 0, n
+}
+
+// quoteCluster writes the escaped form of the grapheme cluster s[start:end]
+// (to nothing if b is nil) and reports whether an escape hides something.
+func quoteCluster(b *strings.Builder, s string, start, end int) (hides bool) {
 	run := start // s[run:i] is the raw run
 	for i := start; i < end; {
 		r, n := utf8.DecodeRuneInString(s[i:end])
 		switch {
 		case r == utf8.RuneError && n == 1:
+			hides = true
 			writeHex(b, `\x`, uint32(s[i]), 2) // invalid byte: kept distinct, never U+FFFD
 		case r == ' ' && !loneSpace(s, i):
+			hides = true
 			escape(b, r) // renderers collapse runs of spaces and drop them at the ends
 		case raw(s[run:i+n], r):
-			b.WriteString(s[i : i+n])
+			if b != nil {
+				b.WriteString(s[i : i+n])
+			}
 			i += n
 			continue
 		default:
+			hides = hides || !visible(r)
 			escape(b, r)
 		}
 		i += n
 		run = i
 	}
+	return hides
 }
+
+// visible reports whether the escape of r stands for what a person sees
+// anyway: the backslash, the delimiters and the ellipsis.
+func visible(r rune) bool { return r == '\\' || r == '«' || r == '»' || r == '…' }
 
 // raw reports whether r may be written unescaped as the last code point of run.
 func raw(run string, r rune) bool {
 	switch {
 	case len(run) == 1: // ASCII starting a run, the common case
 		return ' ' <= r && r <= '~' && r != '\\'
-	case r == '\\' || neutralized(r):
+	case r == '\\' || classOf(r)&classNeutral != 0: // neutralized, by the table
 		return false
-	case len(run) == utf8.RuneLen(r) && extender(r):
+	case len(run) == utf8.RuneLen(r) && classOf(r)&classExtender != 0:
 		return false // a mark with no raw base would sit on an escape or a delimiter
 	case utf8.RuneCountInString(run) > 1+maxMarks:
 		return false // Zalgo: a base cannot carry unbounded marks
@@ -236,7 +403,8 @@ func raw(run string, r rune) bool {
 	return norm.NFC.QuickSpanString(run) == len(run) || norm.NFC.IsNormalString(run)
 }
 
-// neutralized reports whether r is always escaped.
+// neutralized reports whether r is always escaped. (Quote reads it from the
+// table of classes, made from this function.)
 func neutralized(r rune) bool {
 	switch r {
 	case '«', '»', '…', '\u2800', '\uFFFC':
@@ -264,9 +432,10 @@ func extender(r rune) bool {
 // Emoji_Modifier property, which Go's unicode package does not export.
 func emojiModifier(r rune) bool { return r >= 0x1F3FB && r <= 0x1F3FF }
 
-// escape writes the escape for the code point r.
+// escape writes the escape for the code point r; nothing if b is nil.
 func escape(b *strings.Builder, r rune) {
 	switch {
+	case b == nil:
 	case r == '\\':
 		b.WriteString(`\\`)
 	case r == '\n':
@@ -281,8 +450,12 @@ func escape(b *strings.Builder, r rune) {
 	}
 }
 
-// writeHex writes prefix and v in upper-case hex with at least width digits.
+// writeHex writes prefix and v in upper-case hex with at least width digits;
+// nothing if b is nil.
 func writeHex(b *strings.Builder, prefix string, v uint32, width int) {
+	if b == nil {
+		return
+	}
 	const digits = "0123456789ABCDEF"
 	var buf [8]byte
 	i := len(buf)

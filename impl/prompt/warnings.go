@@ -33,7 +33,8 @@ const (
 // (or a Common one, such as the prolonged sound mark in ノート) that is not a
 // look-alike itself, so "ノート.txt" passes and "a丿..丿b" does not.
 func Warnings(s string) []Warning {
-	return warnings(s, hidden(s))
+	h, m := scan(s)
+	return list(h, m)
 }
 
 // PathWarnings is Warnings for a path shown by Path, which quotes each
@@ -50,68 +51,206 @@ func PathWarnings(p string) []Warning {
 }
 
 // warnings returns the warnings for s, Hidden if h.
-func warnings(s string, h bool) []Warning {
+func warnings(s string, h bool) []Warning { return list(h, misleadingLetters(s)) }
+
+// list returns Hidden if h, then MixedScripts if m, or nil.
+func list(h, m bool) []Warning {
 	var ws []Warning
 	if h {
 		ws = append(ws, Hidden)
 	}
-	if mixedScripts(s) || lonelyLookalike(s) {
+	if m {
 		ws = append(ws, MixedScripts)
 	}
 	return ws
 }
 
-// hidden reports whether Quote(s) holds an escape other than those for the
-// backslash, the delimiters and the ellipsis, which are visible in s already.
-func hidden(s string) bool {
-	q := Quote(s)
-	for i := 0; i < len(q); i++ {
-		if q[i] != '\\' {
+// scan returns hidden(s) and misleadingLetters(s) from one pass over s,
+// which decodes each code point once where it can: a cluster that is one
+// code point Quote writes raw (printable ASCII, a lone space, a plain code
+// point, each before ASCII or a plain code point) is read once for both;
+// any other cluster goes through quote, then its code points through the
+// letters' check. Once one answer is known, the other is found alone.
+func scan(s string) (hides, misleading bool) {
+	l := letters{latin: class(scriptIndex("Latin"))}
+	// At each turn i is a cluster boundary; r, n, c are the code point
+	// there when the turn before decoded it (n > 0).
+	var (
+		r rune
+		n int
+		c class
+	)
+	for i := 0; i < len(s); {
+		switch {
+		case hides:
+			return true, misleading || l.from(s, i)
+		case misleading:
+			_, h := quote(nil, s, i, len(s))
+			return h, true
+		}
+		if n == 0 {
+			// Printable ASCII before ASCII, lone spaces included: the
+			// commonest run, byte by byte.
+			for i+1 < len(s) && s[i+1] < utf8.RuneSelf {
+				b := s[i]
+				if ('!' > b || b > '~' || b == '\\') && (b != ' ' || i == 0 || s[i-1] == ' ' || s[i+1] == ' ') {
+					break
+				}
+				i++
+				switch {
+				case 'a' > b|0x20 || b|0x20 > 'z':
+					l.word, l.last = l.word[:0], 0
+				case l.last != l.latin && l.letter(l.latin):
+					misleading = true
+				}
+				if misleading {
+					break
+				}
+			}
+			if misleading {
+				continue
+			}
+			r, n, c = decode(s, i)
+		}
+		ok := c&classPlain != 0 && n > 1 // an invalid byte has U+FFFD's class
+		if r < utf8.RuneSelf {
+			ok = '!' <= r && r <= '~' && r != '\\' || r == ' ' && loneSpace(s, i)
+		}
+		next := i + n
+		var nr rune
+		var nn int
+		var nc class
+		if ok && next < len(s) {
+			nr, nn, nc = decode(s, next)
+			// The next code point joins nothing before it, but LF after CR.
+			ok = nr < utf8.RuneSelf && (r != '\r' || nr != '\n') || nc&classPlain != 0 && nn > 1
+		}
+		if ok {
+			if c&(classLetter|classLookalike) == classLetter {
+				// A letter that is no look-alike, the usual case.
+				misleading = c>>classScript != l.last && l.letter(c>>classScript)
+			} else {
+				misleading = l.add(s, i, n, r, c)
+			}
+			i, r, n, c = next, nr, nn, nc
 			continue
 		}
-		e := q[i : i+escapeLen(q[i:])]
-		switch e {
-		case `\\`, `\u{AB}`, `\u{BB}`, `\u{2026}`:
-		default:
-			return true
+		end, h := quote(nil, s, i, i+1) // exactly the one cluster at i
+		hides = h
+		for i < end && !misleading {
+			r, n, c = decode(s, i)
+			misleading = l.add(s, i, n, r, c)
+			i += n
 		}
-		i += len(e) - 1
+		i, n = end, 0
 	}
-	return false
+	return hides, misleading
+}
+
+// decode returns the code point at s[i], its length and class (U+FFFD's
+// class for an invalid byte, as range reads it).
+func decode(s string, i int) (rune, int, class) {
+	if b := s[i]; b < utf8.RuneSelf {
+		return rune(b), 1, classOf(rune(b))
+	}
+	r, n := utf8.DecodeRuneInString(s[i:])
+	return r, n, classOf(r)
+}
+
+// hidden reports whether Quote(s) holds an escape other than those for the
+// backslash, the delimiters and the ellipsis, which are visible in s already.
+// It writes nothing and stops at the first.
+func hidden(s string) bool {
+	_, h := quote(nil, s, 0, len(s))
+	return h
 }
 
 // maxScripts bounds the scripts one value may use before it counts as mixed,
 // which also bounds the script lookups per letter.
 const maxScripts = 8
 
-// mixedScripts reports whether a word of s (a run of letters and marks) has
-// letters of scripts that UTS #39's Highly Restrictive level does not allow
-// together, or whether s uses letters of more than maxScripts scripts.
-func mixedScripts(s string) bool {
-	var known, word []string // the scripts seen in s, and in the current word
-	for _, r := range s {
-		switch {
-		case unicode.IsLetter(r):
-		case unicode.IsMark(r):
-			continue
-		default:
-			word = word[:0]
-			continue
-		}
-		name := script(r, known)
-		if name == "" || slices.Contains(word, name) {
-			continue
-		}
-		if !slices.Contains(known, name) {
-			if known = append(known, name); len(known) > maxScripts {
+// misleadingLetters reports whether mixedScripts or lonelyLookalike holds
+// for s, in one pass.
+//
+// mixedScripts: a word of s (a run of letters and marks) has letters of
+// scripts that UTS #39's Highly Restrictive level does not allow together,
+// or s uses letters of more than maxScripts scripts.
+//
+// lonelyLookalike: s has a letter that looks like the question's
+// punctuation with no partner beside it: a letter of its own script, or of
+// Common or Inherited, that is not a look-alike. Marks are skipped; they
+// belong to the letter before them. Each run of marks is skipped at most
+// twice, so the check is linear.
+func misleadingLetters(s string) bool {
+	l := letters{latin: class(scriptIndex("Latin"))}
+	return l.from(s, 0)
+}
+
+// letters is misleadingLetters' state, fed one code point at a time.
+type letters struct {
+	known, word []class // the scripts seen, and in the current word
+	last        class   // the script of the current word's last letter
+	latin       class   // Latin's script index
+}
+
+// from feeds s from byte i on (a code point boundary) and reports whether
+// any code point so far made the letters misleading.
+func (l *letters) from(s string, i int) bool {
+	for i < len(s) {
+		if b := s[i]; b < utf8.RuneSelf {
+			i++
+			switch {
+			case 'a' > b|0x20 || b|0x20 > 'z':
+				l.word, l.last = l.word[:0], 0
+			case l.last != l.latin && l.letter(l.latin):
 				return true
 			}
+			continue
 		}
-		if word = append(word, name); !highlyRestrictive(word) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if l.add(s, i, n, r, classOf(r)) {
+			return true
+		}
+		i += n
+	}
+	return false
+}
+
+// add feeds the code point r of class c at s[i:i+n] and reports whether it
+// makes the letters misleading.
+func (l *letters) add(s string, i, n int, r rune, c class) bool {
+	if c&(classLookalike|classLetter) == classLookalike|classLetter && r >= lookalikes[0].r {
+		name := c.scriptName()
+		if !partner(before(s[:i]), name) && !partner(after(s[i+n:]), name) {
+			return true // lonelyLookalike
+		}
+	}
+	switch {
+	case c&classLetter != 0:
+		return l.letter(c >> classScript)
+	case c&classMark == 0:
+		l.word, l.last = l.word[:0], 0
+	}
+	return false
+}
+
+// letter feeds a letter of the script sc (0: Common or Inherited) and
+// reports whether it makes the letters misleading (mixedScripts).
+func (l *letters) letter(sc class) bool {
+	if sc == 0 || sc == l.last {
+		return false
+	}
+	l.last = sc
+	if slices.Contains(l.word, sc) {
+		return false
+	}
+	if !slices.Contains(l.known, sc) {
+		if l.known = append(l.known, sc); len(l.known) > maxScripts {
 			return true
 		}
 	}
-	return false
+	l.word = append(l.word, sc)
+	return !highlyRestrictive(l.word)
 }
 
 // script returns the name of the script of the letter r, or "" for Common and
@@ -137,9 +276,9 @@ func script(r rune, known []string) string {
 	return ""
 }
 
-// highlyRestrictive reports whether the scripts fit one of UTS #39's Highly
-// Restrictive sets.
-func highlyRestrictive(scripts []string) bool {
+// highlyRestrictive reports whether the scripts (classScript indexes) fit
+// one of UTS #39's Highly Restrictive sets.
+func highlyRestrictive(scripts []class) bool {
 	if len(scripts) <= 1 {
 		return true
 	}
@@ -148,29 +287,7 @@ func highlyRestrictive(scripts []string) bool {
 		{"Latin", "Han", "Bopomofo"},
 		{"Latin", "Han", "Hangul"},
 	} {
-		if !slices.ContainsFunc(scripts, func(s string) bool { return !slices.Contains(set, s) }) {
-			return true
-		}
-	}
-	return false
-}
-
-// lonelyLookalike reports whether s has a letter that looks like the
-// question's punctuation with no partner beside it: a letter of its own
-// script, or of Common or Inherited, that is not a look-alike. Marks are
-// skipped; they belong to the letter before them. Each run of marks is
-// skipped at most twice, so the check is linear.
-func lonelyLookalike(s string) bool {
-	var known []string // the scripts of look-alike letters seen, for script's search
-	for i, r := range s {
-		if r < lookalikes[0].r || imitates(r) == 0 || !unicode.IsLetter(r) {
-			continue
-		}
-		name := script(r, known)
-		if !slices.Contains(known, name) {
-			known = append(known, name)
-		}
-		if !partner(before(s[:i]), name) && !partner(after(s[i+utf8.RuneLen(r):]), name) {
+		if !slices.ContainsFunc(scripts, func(sc class) bool { return !slices.Contains(set, scriptNames[sc]) }) {
 			return true
 		}
 	}
