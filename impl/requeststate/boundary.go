@@ -3,7 +3,9 @@ package requeststate
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -189,6 +191,10 @@ type Binding struct {
 	// arguments for resources/read; of the decoded string map for
 	// prompts/get).
 	ArgsDigest string
+	// Arguments is CanonicalArguments of the arguments: the bytes
+	// ArgsDigest digests, computed once for the call. A handler that
+	// forwards them forwards exactly what was bound. Read only.
+	Arguments []byte
 	// Principal is what the Principal option returned. Server-side only: on
 	// the wire it appears only as a salted keyed hash inside the token.
 	Principal string
@@ -356,9 +362,11 @@ func (b *Boundary) bind(ctx context.Context, method string, req mcp.Request) (Bi
 	}
 	// wire is returned with every error from here on: the caller must
 	// know whether a requestState came with the call before it says why.
-	if bind.ArgsDigest, err = ArgumentsDigest(args); err != nil {
+	if bind.Arguments, err = CanonicalArguments(args); err != nil {
 		return bind, wire, err
 	}
+	sum := sha256.Sum256(bind.Arguments)
+	bind.ArgsDigest = hex.EncodeToString(sum[:])
 	if bind.Principal, err = b.principal(ctx, req); err != nil {
 		return bind, wire, fmt.Errorf("%w: %v", errPrincipal, err)
 	}

@@ -299,19 +299,19 @@ func (p *parser) str(out []byte) ([]byte, error) {
 			}
 		case c < 0x20:
 			return nil, p.errorf("control character in string")
-		case c < utf8.RuneSelf:
-			out = appendRune(out, rune(c))
-			p.pos++
 		default:
-			r, n := utf8.DecodeRune(p.in[p.pos:])
-			if r == utf8.RuneError && n == 1 {
-				// Kept as the raw byte: distinct from U+FFFD and from any
-				// other invalid byte.
-				out = append(out, c)
-			} else {
-				out = append(out, p.in[p.pos:p.pos+n]...)
+			// Every other byte is its own canonical form: printable ASCII,
+			// the bytes of a code point, and each invalid byte, kept raw
+			// (distinct from U+FFFD and from any other invalid byte). Copied
+			// in one run.
+			start := p.pos
+			for p.pos < len(p.in) {
+				if c := p.in[p.pos]; c == '"' || c == '\\' || c < 0x20 {
+					break
+				}
+				p.pos++
 			}
-			p.pos += n
+			out = append(out, p.in[start:p.pos]...)
 		}
 	}
 }
