@@ -138,7 +138,7 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 			if fp == "" {
 				return confirm.Question{}, confirm.Refuse("The upstream's definition of %s cannot be fingerprinted, so it cannot be approved. Nothing was done.", showValue(name, nameWidth))
 			}
-			canon, err := requeststate.CanonicalArguments(req.Params.Arguments)
+			canon, err := arguments(ctx, req)
 			if err != nil {
 				return confirm.Question{}, confirm.Refuse("The call's arguments are not valid JSON, so it was refused. Nothing was done.")
 			}
@@ -169,7 +169,7 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 				p.log.Warn("proxy: tool changed after the question; not forwarded", "tool", name, "id", approved.ID)
 				return nil, confirm.Refuse("The upstream changed the tool %s after you were asked (its name, input schema or annotations differ from what was approved), so the call was not sent. Nothing was done; ask again.", showValue(name, nameWidth))
 			}
-			canon, err := requeststate.CanonicalArguments(req.Params.Arguments)
+			canon, err := arguments(ctx, req)
 			if err != nil {
 				return nil, confirm.Refuse("The call's arguments are not valid JSON. Nothing was done.")
 			}
@@ -191,6 +191,17 @@ func (p *Policy) question(tool string, canon []byte) (string, error) {
 		return "", confirm.Refuse("The call was refused before asking: its %v. Nothing was done.", err)
 	}
 	return question(p.Name(), tool, args, p.template(tool)), nil
+}
+
+// arguments returns the canonical arguments of req, which the boundary
+// computed and digested for this round (requeststate.Binding.Arguments):
+// canonicalized and digested once per round, and exactly the bytes the
+// digest covers.
+func arguments(ctx context.Context, req *mcp.CallToolRequest) ([]byte, error) {
+	if b, ok := requeststate.BindingFrom(ctx); ok && b.Arguments != nil && b.Target == req.Params.Name {
+		return b.Arguments, nil
+	}
+	return requeststate.CanonicalArguments(req.Params.Arguments)
 }
 
 // currentFingerprint returns the fingerprint of the upstream's definition
@@ -257,7 +268,7 @@ func (p *Proxy) continueCall(ctx context.Context, up relay.Upstream, req *mcp.Ca
 		p.complete(ctx, id, ledger.OutcomeFailed, res)
 		return res, nil
 	}
-	canon, err := requeststate.CanonicalArguments(req.Params.Arguments)
+	canon, err := arguments(ctx, req)
 	if err != nil {
 		res := refusal("The call's arguments are not valid JSON. Nothing was done.")
 		p.complete(ctx, id, ledger.OutcomeFailed, res)

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 )
@@ -41,28 +43,128 @@ func splitArguments(canon []byte) ([]argument, error) {
 	if err := prompt.CheckJSON(canon); err != nil {
 		return nil, fmt.Errorf("%w: %s", errArguments, strings.TrimPrefix(err.Error(), prompt.ErrJSON.Error()+": "))
 	}
-	dec := json.NewDecoder(bytes.NewReader(canon))
-	dec.UseNumber()
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	// CheckJSON parsed canon: one valid JSON value, in the canonical form,
+	// which has no white space. Only its members' bounds are left to find.
+	if canon[0] != '{' {
 		return nil, fmt.Errorf("%w: they are not a JSON object", errArguments)
 	}
 	var args []argument
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errArguments, err)
+	for i := 1; canon[i] != '}'; {
+		end := stringEnd(canon, i)
+		key, err := decodeString(canon[i:end])
+		if err != nil || canon[end] != ':' {
+			return nil, fmt.Errorf("%w: a malformed member", errArguments)
 		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("%w: %v", errArguments, err)
-		}
+		i = valueEnd(canon, end+1)
 		if len(args) == maxArguments {
 			return nil, fmt.Errorf("%w: more than %d arguments", errArguments, maxArguments)
 		}
-		args = append(args, argument{key: key, raw: raw})
+		args = append(args, argument{key: key, raw: canon[end+1 : i]})
+		if canon[i] == ',' {
+			i++
+		}
 	}
 	return args, nil
+}
+
+// stringEnd returns the offset just past the JSON string that starts at
+// offset i of the valid JSON b.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; ; j++ {
+		k := bytes.IndexByte(b[j:], '"')
+		j += k
+		backslashes := 0
+		for b[j-1-backslashes] == '\\' {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return j + 1
+		}
+	}
+}
+
+// valueEnd returns the offset just past the JSON value that starts at
+// offset i of the valid, white-space-free JSON b.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' {
+		i++
+	}
+	return i
+}
+
+// decodeString returns what encoding/json reads from the JSON string q
+// (quotes included), valid UTF-8 as CheckJSON leaves it: the escapes the
+// canonical form writes are decoded here, in one pass; any other (a
+// surrogate) goes to encoding/json.
+func decodeString(q []byte) (string, error) {
+	body := q[1 : len(q)-1]
+	if bytes.IndexByte(body, '\\') < 0 {
+		return string(body), nil
+	}
+	out := make([]byte, 0, len(body))
+	for {
+		k := bytes.IndexByte(body, '\\')
+		if k < 0 {
+			return string(append(out, body...)), nil
+		}
+		out = append(out, body[:k]...)
+		if k+1 == len(body) {
+			break
+		}
+		switch e := body[k+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, err := strconv.ParseUint(string(body[k+2:min(k+6, len(body))]), 16, 32)
+			if err != nil || k+6 > len(body) || 0xD800 <= r && r < 0xE000 {
+				return decodeJSONString(q)
+			}
+			out = utf8.AppendRune(out, rune(r))
+			body = body[k+6:]
+			continue
+		default:
+			return decodeJSONString(q)
+		}
+		body = body[k+2:]
+	}
+	return decodeJSONString(q)
+}
+
+// decodeJSONString is decodeString by encoding/json.
+func decodeJSONString(q []byte) (string, error) {
+	var s string
+	err := json.Unmarshal(q, &s)
+	return s, err
 }
 
 // kind names the JSON type of an argument's value, as the question says it.
@@ -89,9 +191,10 @@ func (a argument) kind() string {
 // in the middle and followed by its size and a short digest; prompt's
 // warnings follow.
 func (a argument) show(width int) string {
-	var s string
-	if a.raw[0] == '"' && json.Unmarshal(a.raw, &s) == nil {
-		return showValue(s, width)
+	if a.raw[0] == '"' {
+		if s, err := decodeString(a.raw); err == nil {
+			return showValue(s, width)
+		}
 	}
 	// splitArguments checked that prompt.JSON shows every value.
 	v, _ := prompt.JSON(a.raw, prompt.Options{MaxWidth: width})
