@@ -42,8 +42,10 @@ type director struct {
 // operations it performed.
 func (wl *run) play(ctx context.Context, s ledger.Store, c *Client, budget int, skew time.Duration) int {
 	d := &director{wl: wl, s: s, c: c, ctx: ctx, budget: budget, skew: skew}
-	for _, scene := range []func() bool{d.refusals, d.outcome, d.cancelled, d.expired, d.unknown, d.leaseEnds, d.expiryCrossed,
-		d.approved, d.declined} {
+	// The approvals first: short, and a store that decides wrongly keeps
+	// replaying them, which shows its defect in every history.
+	for _, scene := range []func() bool{d.approved, d.declined, d.refusals, d.outcome, d.cancelled, d.expired, d.unknown,
+		d.leaseEnds, d.expiryCrossed} {
 		for range maxTakes {
 			if d.budget <= 0 || ctx.Err() != nil || scene() {
 				break

@@ -306,11 +306,22 @@ func TestModelCatchesBrokenStores(t *testing.T) {
 			out := strings.Join(r.msgs, "\n")
 			// The shrunk sequence is the shortest that shows the fault.
 			// (rapid does not always shrink a RedeemRace into a Redeem.)
+			// An in-band fault may also shrink to an Issue needing out-of-band
+			// approval and its approval, then the rest: rapid does not
+			// always find that dropping both, at once, still fails.
 			drawn := drawnAction.FindAllStringSubmatch(out, -1)
 			shrunkTo := func(shrunk []string) bool {
-				ok := len(drawn) == len(shrunk)
-				for i := 0; ok && i < len(drawn); i++ {
-					ok = slices.Contains(strings.Split(shrunk[i], "|"), drawn[i][1])
+				seq := make([]string, len(drawn))
+				for i, d := range drawn {
+					seq[i] = d[1]
+				}
+				if len(seq) > 2 && len(shrunk) > 1 && seq[0] == "Issue" && shrunk[0] == "Issue" &&
+					(seq[1] == "Decide" || seq[1] == "DecideRace") && !strings.Contains(shrunk[1], "Decide") {
+					seq = slices.Delete(seq, 1, 2)
+				}
+				ok := len(seq) == len(shrunk)
+				for i := 0; ok && i < len(seq); i++ {
+					ok = slices.Contains(strings.Split(shrunk[i], "|"), seq[i])
 				}
 				return ok
 			}
