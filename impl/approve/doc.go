@@ -72,7 +72,9 @@
 //     the same Key and store: the handler keeps nothing between requests.
 //
 // TestApproveInChromium drives the whole way in a real Chromium against a
-// real OpenID Connect provider.
+// real OpenID Connect provider; docs/guarantees.md names the attack tests
+// (TestApproveCallerTokenCannotApprove, TestApproveCrossSiteRefused,
+// TestApprovePageNotFramable, TestApprovePageHonest and the rest).
 //
 // # What it does not guarantee
 //

@@ -25,8 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/mcp-confirm/mcp-confirm/internal/bearer/bearertest"
@@ -251,23 +249,51 @@ func Screenshot(t testing.TB, ctx context.Context, dir, name string) string {
 	return path
 }
 
-// FrameURLs returns the URL of every frame of the tab's page but the top
-// one: a frame that Chromium refused to render shows its error page,
-// chrome-error://chromewebdata/.
-func FrameURLs(t testing.TB, ctx context.Context) []string {
+// A Frame is a frame of a page that Chromium runs in a process of its
+// own (a frame of another site than its parent's), as its document is.
+type Frame struct {
+	URL  string // the URL the frame was asked to show
+	Doc  string // its document's URL: chrome-error://chromewebdata/ when Chromium refused to render the page
+	Text string // its document's text
+}
+
+// Frames returns the out-of-process frames of the browser of the tab
+// ctx, once their documents stay put (a frame whose page was refused
+// navigates to the error page, detaching the target first seen).
+func Frames(t testing.TB, ctx context.Context) []Frame {
 	t.Helper()
-	res, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var urls []string
-	var walk func(ft *page.FrameTree)
-	walk = func(ft *page.FrameTree) {
-		for _, c := range ft.ChildFrames {
-			urls = append(urls, c.Frame.URL)
-			walk(c)
+	var last error
+	for range 20 {
+		frames, err := frames(ctx)
+		if err == nil {
+			return frames
 		}
+		last = err
+		time.Sleep(250 * time.Millisecond)
 	}
-	walk(res.FrameTree)
-	return urls
+	t.Fatalf("frames: %v", last)
+	return nil
+}
+
+func frames(ctx context.Context) ([]Frame, error) {
+	targets, err := chromedp.Targets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var frames []Frame
+	for _, tg := range targets {
+		if tg.Type != "iframe" {
+			continue
+		}
+		fctx, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(tg.TargetID), chromedp.WithDetachOnCancel())
+		tctx, cancelT := context.WithTimeout(fctx, 10*time.Second)
+		doc, err := chromedp.Run(tctx, chromedp.Evaluate[[]string](`[document.URL, document.body ? document.body.innerText : ""]`))
+		cancelT()
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		frames = append(frames, Frame{URL: tg.URL, Doc: doc[0], Text: doc[1]})
+	}
+	return frames, nil
 }
