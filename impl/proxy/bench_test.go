@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
-	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
@@ -167,7 +166,7 @@ func argumentText(n int, mixed bool) string {
 // those bytes — canonicalize and digest the arguments (the boundary, once
 // per round) and write the question (the gate: split the arguments, show
 // each key and value through package prompt, with the value's warnings,
-// size and digest). It reports question-1MiB-ms (wall clock), beside
+// size and digest, and check them against the tool's input schema). It reports question-1MiB-ms (wall clock), beside
 // question-1MiB-cpu-ms (the CPU time of the thread that did it, which a
 // loaded machine inflates less), and round-1MiB-ms: the whole first round
 // through a go-sdk client and the proxy, in memory.
@@ -184,6 +183,16 @@ func BenchmarkProxyArgumentSize(b *testing.B) {
 			}
 			e := newEnv(b, envOptions{policy: "ask = [\"write\"]", quiet: true})
 			cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
+			tools, err := benchClient(b, e.up.server).ListTools(context.Background(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var def *mcp.Tool
+			for _, t := range tools.Tools {
+				if t.Name == "write" {
+					def = t
+				}
+			}
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			var question, cpu, round time.Duration
@@ -194,7 +203,7 @@ func BenchmarkProxyArgumentSize(b *testing.B) {
 					b.Fatal(err)
 				}
 				sha256.Sum256(canon)
-				q, err := proxy.QuestionFor(nil, "write", canon)
+				q, err := e.proxy.QuestionFor(def, canon)
 				if err != nil || !strings.Contains(q, "shortened: 1048576 bytes") {
 					b.Fatalf("question: %v\n%s", err, q)
 				}

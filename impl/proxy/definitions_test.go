@@ -108,3 +108,42 @@ func TestProxyStaleDefinitionOnlyRefuses(t *testing.T) {
 		})
 	}
 }
+
+// The input schema a question is checked against is the tool's current
+// one: compiled once per definition (keyed by its fingerprint), compiled
+// again when the upstream changes it. A string for an integer is refused;
+// once the upstream wants a string, the same call is asked and runs.
+func TestProxySchemaFollowsDefinition(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			u := newUpstream(t, eraMRTR)
+			typed := func(typ string) func() []string {
+				return rawTool(u, "typed", map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": typ}}})
+			}
+			typed("integer")
+			e := newEnv(t, envOptions{up: u})
+			changed := make(chan struct{}, 10)
+			cs := e.connect(clientOptions{era: era, answer: mcptest.Accept(), copts: &mcp.ClientOptions{
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+			}})
+			call := func() (*mcp.CallToolResult, error) {
+				return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "typed", Arguments: map[string]any{"n": "x"}})
+			}
+			for range 2 { // the second time from the compiled schema
+				res, err := call()
+				mcptest.WantToolRefusal(t, res, err, "wants an integer")
+			}
+			got := typed("string")
+			select {
+			case <-changed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the proxy did not relay the upstream's tools/list_changed")
+			}
+			res, err := call()
+			wantResult(t, res, err, "ran")
+			if n := len(got()); n != 1 {
+				t.Fatalf("the upstream ran typed %d times, want 1", n)
+			}
+		})
+	}
+}

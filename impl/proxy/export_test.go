@@ -1,7 +1,10 @@
 package proxy
 
-// QuestionFor is the question the gate puts for a call of tool with the
-// canonical arguments canon (requeststate.CanonicalArguments) under pol.
-func QuestionFor(pol *Policy, tool string, canon []byte) (string, error) {
-	return pol.question(tool, canon)
+import "github.com/modelcontextprotocol/go-sdk/mcp"
+
+// QuestionFor is the question the gate puts for a call of the tool def
+// with the canonical arguments canon (requeststate.CanonicalArguments),
+// its arguments checked against def's input schema first.
+func (p *Proxy) QuestionFor(def *mcp.Tool, canon []byte) (string, error) {
+	return p.ask(Fingerprint(def), def, canon)
 }

@@ -142,11 +142,8 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 			if err != nil {
 				return confirm.Question{}, confirm.Refuse("The call's arguments are not valid JSON, so it was refused. Nothing was done.")
 			}
-			msg, err := p.policy.question(name, canon)
+			msg, err := p.ask(fp, def, canon)
 			if err != nil {
-				return confirm.Question{}, err
-			}
-			if err := checkSchema(def, canon); err != nil {
 				return confirm.Question{}, err
 			}
 			return confirm.Question{Message: msg, Subject: fp}, nil
@@ -185,12 +182,26 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 
 // question returns the question for a call of tool with the canonical
 // arguments canon, or a [confirm.Refusal] of arguments it cannot show.
-func (p *Policy) question(tool string, canon []byte) (string, error) {
+func (p *Policy) question(tool string, canon []byte) (string, []argument, error) {
 	args, err := splitArguments(canon)
 	if err != nil {
-		return "", confirm.Refuse("The call was refused before asking: its %v. Nothing was done.", err)
+		return "", nil, confirm.Refuse("The call was refused before asking: its %v. Nothing was done.", err)
 	}
-	return question(p.Name(), tool, args, p.template(tool)), nil
+	return question(p.Name(), tool, args, p.template(tool)), args, nil
+}
+
+// ask returns the question for a call of the tool def, whose fingerprint
+// is fp, with the canonical arguments canon, once they match its input
+// schema; or a [confirm.Refusal].
+func (p *Proxy) ask(fp string, def *mcp.Tool, canon []byte) (string, error) {
+	msg, args, err := p.policy.question(def.Name, canon)
+	if err != nil {
+		return "", err
+	}
+	if err := p.checkSchema(fp, def, args); err != nil {
+		return "", err
+	}
+	return msg, nil
 }
 
 // arguments returns the canonical arguments of req, which the boundary

@@ -63,6 +63,7 @@ type Proxy struct {
 	ledger   *ledger.Ledger
 	flow     *confirm.Flow
 	relay    *relay.Relay
+	schemas  schemaCache
 }
 
 // New connects to the upstream, checks the policy against the tools it

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,37 +22,39 @@ import (
 // is built on, and adds no dependency. It resolves no remote $ref: a schema
 // that names one cannot make the proxy fetch anything.
 
-// checkSchema validates the canonical arguments canon against def's input
+// checkSchema validates the arguments split (splitArguments) against def's input
 // schema before anything is asked. It returns a [confirm.Refusal] saying
 // why when they do not match — for a value of the wrong JSON type, its
 // place and the types the schema wants — or when the schema cannot be used
 // (the call is refused: a schema the proxy cannot check is no reason to
 // ask a person about a call the upstream may read otherwise).
-func checkSchema(def *mcp.Tool, canon []byte) error {
+func (p *Proxy) checkSchema(fp string, def *mcp.Tool, split []argument) error {
 	name := showValue(def.Name, nameWidth)
-	schema, err := inputSchema(def)
-	if err != nil {
-		return confirm.Refuse("The upstream's input schema for %s cannot be used to check the arguments (%s), so the call was refused. Nothing was asked or sent.",
-			name, prompt.Value(err.Error(), prompt.Options{MaxWidth: 160}))
+	c := p.schemas.compile(fp, def)
+	if c.refusal != nil {
+		return c.refusal
 	}
-	switch schema.Schema {
-	case "", "https://json-schema.org/draft/2020-12/schema",
-		"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#":
-	default:
-		return confirm.Refuse("The upstream's input schema for %s is written in a JSON Schema draft the proxy cannot check (%s), so the call was refused. Nothing was asked or sent.",
-			name, prompt.Value(schema.Schema, prompt.Options{MaxWidth: 80}))
+	schema, resolved := c.schema, c.resolved
+	// The arguments as encoding/json decodes them into any (numbers as
+	// float64, as the validator expects them: exact here, since the
+	// question refuses any number a double cannot hold), each string value
+	// decoded once more from the split rather than the whole document
+	// again.
+	m := make(map[string]any, len(split))
+	for _, a := range split {
+		var v any
+		var err error
+		if a.raw[0] == '"' {
+			v, err = decodeString(a.raw)
+		} else {
+			err = json.Unmarshal(a.raw, &v)
+		}
+		if err != nil {
+			return confirm.Refuse("The call's arguments are not valid JSON, so it was refused. Nothing was asked or sent.")
+		}
+		m[a.key] = v
 	}
-	resolved, err := schema.Resolve(nil)
-	if err != nil {
-		return confirm.Refuse("The upstream's input schema for %s cannot be used to check the arguments (%s), so the call was refused. Nothing was asked or sent.",
-			name, prompt.Value(err.Error(), prompt.Options{MaxWidth: 160}))
-	}
-	// Numbers as float64, as the validator expects them: exact here,
-	// since the question refuses any number a double cannot hold.
-	var args any
-	if err := json.Unmarshal(canon, &args); err != nil {
-		return confirm.Refuse("The call's arguments are not valid JSON, so it was refused. Nothing was asked or sent.")
-	}
+	var args any = m
 	verr := resolved.Validate(args)
 	if verr == nil {
 		return nil
@@ -64,6 +67,68 @@ func checkSchema(def *mcp.Tool, canon []byte) error {
 	}
 	return confirm.Refuse("The call was refused before asking: its arguments do not match the input schema of %s (%s). Nothing was asked or sent.",
 		name, prompt.Value(verr.Error(), prompt.Options{MaxWidth: 200}))
+}
+
+// A compiledSchema is a tool's input schema ready to validate with, or the
+// refusal that it cannot be used.
+type compiledSchema struct {
+	schema   *jsonschema.Schema
+	resolved *jsonschema.Resolved
+	refusal  error
+}
+
+// maxSchemas bounds the compiled schemas kept: an upstream that changes its
+// tools all the time must not grow the proxy's memory without bound.
+const maxSchemas = 256
+
+// schemaCache keeps each tool definition's compiled input schema, by the
+// definition's fingerprint (which covers the input schema), so that a
+// confirmed call does not decode and resolve it again. (A Resolved only
+// reads itself to validate: go-sdk shares one among its tool calls too.)
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]compiledSchema
+}
+
+// compile returns def's compiled input schema; fp is Fingerprint(def).
+func (sc *schemaCache) compile(fp string, def *mcp.Tool) compiledSchema {
+	sc.mu.Lock()
+	c, ok := sc.m[fp]
+	sc.mu.Unlock()
+	if ok && fp != "" {
+		return c
+	}
+	c = compileSchema(def)
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.m == nil || len(sc.m) >= maxSchemas {
+		sc.m = map[string]compiledSchema{}
+	}
+	sc.m[fp] = c
+	return c
+}
+
+// compileSchema reads and resolves def's input schema.
+func compileSchema(def *mcp.Tool) compiledSchema {
+	name := showValue(def.Name, nameWidth)
+	schema, err := inputSchema(def)
+	if err != nil {
+		return compiledSchema{refusal: confirm.Refuse("The upstream's input schema for %s cannot be used to check the arguments (%s), so the call was refused. Nothing was asked or sent.",
+			name, prompt.Value(err.Error(), prompt.Options{MaxWidth: 160}))}
+	}
+	switch schema.Schema {
+	case "", "https://json-schema.org/draft/2020-12/schema",
+		"http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft-07/schema#":
+	default:
+		return compiledSchema{refusal: confirm.Refuse("The upstream's input schema for %s is written in a JSON Schema draft the proxy cannot check (%s), so the call was refused. Nothing was asked or sent.",
+			name, prompt.Value(schema.Schema, prompt.Options{MaxWidth: 80}))}
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return compiledSchema{refusal: confirm.Refuse("The upstream's input schema for %s cannot be used to check the arguments (%s), so the call was refused. Nothing was asked or sent.",
+			name, prompt.Value(err.Error(), prompt.Options{MaxWidth: 160}))}
+	}
+	return compiledSchema{schema: schema, resolved: resolved}
 }
 
 // inputSchema reads def's input schema, which go-sdk's client holds as
