@@ -118,6 +118,7 @@ func classesSource(classes []class, names []string) []byte {
 			fmt.Fprintf(&src, "\t%s%s\n", q, sep)
 		}
 	}
+	fmt.Fprintf(&src, "\n// latinScript is the index of Latin in scriptNames.\nconst latinScript class = %d\n", slices.Index(names, "Latin"))
 	src.WriteString("\n// scriptNames are the scripts of classScript, by index; 0 is none (Common,\n// Inherited or unassigned).\n")
 	src.WriteString("var scriptNames = [...]string{")
 	for i, n := range names {

@@ -1195,6 +1195,9 @@ const classData = "" +
 	"\x05\x00\x05\x00\x05\x00\x05\x00\x05\x00\x05\x00\x05\x00@\x00\x04\x00\x04\x00\x04\x00\x04\x00\x04\x00\x04\x00\x04\x00@\x00" +
 	"@\x00@\x00@\x00@\x00@\x00@\x00@\x00@\x00@\x00@\x00@\x00@\x00@\x00\x04\x00@\x00@\x00"
 
+// latinScript is the index of Latin in scriptNames.
+const latinScript class = 69
+
 // scriptNames are the scripts of classScript, by index; 0 is none (Common,
 // Inherited or unassigned).
 var scriptNames = [...]string{

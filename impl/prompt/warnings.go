@@ -72,7 +72,7 @@ func list(h, m bool) []Warning {
 // any other cluster goes through quote, then its code points through the
 // letters' check. Once one answer is known, the other is found alone.
 func scan(s string) (hides, misleading bool) {
-	l := letters{latin: class(scriptIndex("Latin"))}
+	l := letters{latin: latinScript}
 	// At each turn i is a cluster boundary; r, n, c are the code point
 	// there when the turn before decoded it (n > 0).
 	var (
@@ -182,7 +182,7 @@ const maxScripts = 8
 // belong to the letter before them. Each run of marks is skipped at most
 // twice, so the check is linear.
 func misleadingLetters(s string) bool {
-	l := letters{latin: class(scriptIndex("Latin"))}
+	l := letters{latin: latinScript}
 	return l.from(s, 0)
 }
 

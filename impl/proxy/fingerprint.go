@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -50,4 +51,35 @@ func Fingerprint(t *mcp.Tool) string {
 	}
 	sum := sha256.Sum256(b)
 	return fingerprintPrefix + hex.EncodeToString(sum[:])
+}
+
+// maxFingerprints bounds the fingerprints a fingerprintCache keeps.
+const maxFingerprints = 256
+
+// fingerprintCache remembers the fingerprints of the definitions the
+// relay's tool cache hands out, by pointer: a definition is not changed
+// once read (the relay reads a new one for every change), and the cached
+// one is handed out for every call until then, so a confirmed call does
+// not marshal and digest the same schema again.
+type fingerprintCache struct {
+	mu sync.Mutex
+	m  map[*mcp.Tool]string
+}
+
+// of returns Fingerprint(def).
+func (fc *fingerprintCache) of(def *mcp.Tool) string {
+	fc.mu.Lock()
+	fp, ok := fc.m[def]
+	fc.mu.Unlock()
+	if ok {
+		return fp
+	}
+	fp = Fingerprint(def)
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.m == nil || len(fc.m) >= maxFingerprints {
+		fc.m = map[*mcp.Tool]string{}
+	}
+	fc.m[def] = fp
+	return fp
 }

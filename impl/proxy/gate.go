@@ -85,7 +85,7 @@ func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallTo
 		// bind an approval to: refused before anything is asked or spent.
 		return refusal("Unknown tool %s: the upstream does not list it. Nothing was asked or done.", showValue(name, nameWidth)), nil
 	}
-	fp := Fingerprint(def)
+	fp := p.fingerprints.of(def)
 	res, err := p.flow.Run(ctx, req, p.step(up, req, def, fp))
 	if err == nil && res != nil && res.InputRequests != nil {
 		// The fingerprint travels in the sealed state too, beside the
@@ -222,7 +222,7 @@ func (p *Proxy) currentFingerprint(ctx context.Context, up relay.Upstream, name 
 	if err != nil || def == nil {
 		return "", err
 	}
-	return Fingerprint(def), nil
+	return p.fingerprints.of(def), nil
 }
 
 // sendFailure is the answer when a confirmed call's forwarding failed. An

@@ -57,13 +57,14 @@ const DefaultMaxSessions = 32
 // A Proxy is a downstream MCP server that forwards to one upstream server
 // through the relay, and gates every tools/call.
 type Proxy struct {
-	log      *slog.Logger
-	policy   *Policy
-	boundary *requeststate.Boundary
-	ledger   *ledger.Ledger
-	flow     *confirm.Flow
-	relay    *relay.Relay
-	schemas  schemaCache
+	log          *slog.Logger
+	policy       *Policy
+	boundary     *requeststate.Boundary
+	ledger       *ledger.Ledger
+	flow         *confirm.Flow
+	relay        *relay.Relay
+	schemas      schemaCache
+	fingerprints fingerprintCache
 }
 
 // New connects to the upstream, checks the policy against the tools it

@@ -256,22 +256,23 @@ func question(upstream, tool string, args []argument, t template) string {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "Run the tool %s of %s", showValue(tool, nameWidth), showValue(upstream, nameWidth))
+	b.WriteString("Run the tool " + showValue(tool, nameWidth) + " of " + showValue(upstream, nameWidth))
 	switch len(args) {
 	case 0:
 		b.WriteString(" with no arguments?")
 	case 1:
 		b.WriteString(" with exactly this argument?")
 	default:
-		fmt.Fprintf(&b, " with exactly these %d arguments?", len(args))
+		b.WriteString(" with exactly these " + strconv.Itoa(len(args)) + " arguments?")
 	}
 	for _, a := range args {
 		// The type before the value: false and «false» differ at sight,
 		// and the type is never cut.
+		b.WriteString("\n- " + showValue(a.key, keyWidth) + ": ")
 		if k := a.kind(); k == "null" {
-			fmt.Fprintf(&b, "\n- %s: null", showValue(a.key, keyWidth))
+			b.WriteString("null")
 		} else {
-			fmt.Fprintf(&b, "\n- %s: %s %s", showValue(a.key, keyWidth), k, a.show(valueWidth))
+			b.WriteString(k + " " + a.show(valueWidth))
 		}
 	}
 	return b.String()
