@@ -5,11 +5,12 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,62 +30,101 @@ var accounts = map[string][]string{
 
 // A fixture is the page of a front door on a loopback port, over an
 // in-memory ledger, signing approvers in at a real OpenID Connect
-// provider.
+// provider; or the pages of several replicas (the same key, a ledger
+// each over stores that may be shared) behind one front door that sends
+// each request to the next replica in turn.
 type fixture struct {
-	store  *ledger.Memory
+	ledger    *ledger.Ledger   // the first replica's
+	h         *approve.Handler // the first replica's
+	replicas  []replica
+	public    string // the front door's base URL
+	issuer    *approvetest.Issuer
+	transport http.RoundTripper // nil: the default; over TLS, one that trusts the front door
+}
+
+type replica struct {
 	ledger *ledger.Ledger
 	h      *approve.Handler
-	public string // the front door's base URL
-	issuer *approvetest.Issuer
+	served atomic.Int64 // requests served
 }
 
 type fixtureOptions struct {
-	now  func() time.Time                // the ledger's, store's and page's clock
-	wrap func(http.Handler) http.Handler // the front door around the mux
-	also func(*http.ServeMux, *fixture)  // more of the front door
+	now    func() time.Time                // the ledger's, store's and page's clock
+	wrap   func(http.Handler) http.Handler // the front door around the mux
+	also   func(*http.ServeMux, *fixture)  // more of the front door
+	stores []ledger.Store                  // one per replica; default one in-memory store
+	tls    bool                            // serve https (httptest's certificate)
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var next atomic.Int64
+	var muxes []*http.ServeMux
+	front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int(next.Add(1)-1) % len(muxes)
+		muxes[i].ServeHTTP(w, r)
+	}))
+	scheme := "http://"
+	if o.tls {
+		scheme = "https://"
 	}
-	public := "http://" + ln.Addr().String()
+	public := scheme + front.Listener.Addr().String()
 	f := &fixture{public: public}
 	f.issuer = approvetest.StartIssuer(t, public+"/approve/callback", accounts)
-	f.store = ledger.NewMemory(ledger.MemoryOptions{Now: o.now})
-	if f.ledger, err = ledger.New(f.store, ledger.Options{Now: o.now}); err != nil {
-		t.Fatal(err)
+	if len(o.stores) == 0 {
+		o.stores = []ledger.Store{ledger.NewMemory(ledger.MemoryOptions{Now: o.now})}
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f.h, err = approve.New(ctx, approve.Options{
-		Ledger: f.ledger, PublicURL: public, Key: key, Now: o.now,
-		OIDC: approve.OIDC{Issuer: f.issuer.URL, ClientID: approvetest.ClientID, ClientSecret: approvetest.ClientSecret,
-			GroupsClaim: "groups", Scopes: []string{"groups"}, AllowHTTPIssuer: true},
-	})
-	if err != nil {
-		t.Fatal(err)
+	f.replicas = make([]replica, len(o.stores))
+	for i, store := range o.stores {
+		r := &f.replicas[i]
+		var err error
+		if r.ledger, err = ledger.New(store, ledger.Options{Now: o.now}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r.h, err = approve.New(ctx, approve.Options{
+			Ledger: r.ledger, PublicURL: public, Key: key, Now: o.now,
+			OIDC: approve.OIDC{Issuer: f.issuer.URL, ClientID: approvetest.ClientID, ClientSecret: approvetest.ClientSecret,
+				GroupsClaim: "groups", Scopes: []string{"groups"}, AllowHTTPIssuer: true},
+		})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.h.RedirectURL(); got != public+"/approve/callback" {
+			t.Fatalf("RedirectURL() = %s", got)
+		}
+		mux := http.NewServeMux()
+		mux.Handle(r.h.Prefix(), counted(&r.served, r.h))
+		if o.also != nil {
+			o.also(mux, f)
+		}
+		muxes = append(muxes, mux)
 	}
-	if got := f.h.RedirectURL(); got != public+"/approve/callback" {
-		t.Fatalf("RedirectURL() = %s", got)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(f.h.Prefix(), f.h)
-	if o.also != nil {
-		o.also(mux, f)
-	}
-	var h http.Handler = mux
+	f.ledger, f.h = f.replicas[0].ledger, f.replicas[0].h
 	if o.wrap != nil {
-		h = o.wrap(mux)
+		h := front.Config.Handler
+		front.Config.Handler = o.wrap(h)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	front.Config.ReadHeaderTimeout = 10 * time.Second
+	if o.tls {
+		front.StartTLS()
+		f.transport = front.Client().Transport
+	} else {
+		front.Start()
+	}
+	t.Cleanup(front.Close)
 	return f
+}
+
+// counted counts the requests h serves in n.
+func counted(n *atomic.Int64, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		h.ServeHTTP(w, r)
+	})
 }
 
 // issue records a confirmation needing approval a and returns its id and
@@ -139,6 +179,9 @@ type approver struct {
 func (f *fixture) signIn(t *testing.T, link, account string) *approver {
 	t.Helper()
 	c := approvetest.HTTPClient(t)
+	if f.transport != nil {
+		c.Transport = f.transport
+	}
 	approvetest.SignInHTTP(t, c, link, account)
 	u, _ := url.Parse(f.public)
 	a := &approver{client: c}
