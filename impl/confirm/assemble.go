@@ -49,6 +49,22 @@ type Setup struct {
 	Now func() time.Time
 	// Observe traces ledger events (ledger.Options.Observe).
 	Observe func(ledger.Event)
+
+	// Approval is who approves the confirmed calls that do not name
+	// their own (confirm.Step.Approval): the zero value, the person asked
+	// in band. Out-of-band approval needs Page.
+	Approval Approval
+	// Page, if set, makes the approval page over the flow's ledger
+	// (package approve's New, say); Assemble calls it once. Without it,
+	// every call that needs out-of-band approval is refused.
+	Page func(*ledger.Ledger) (Page, error)
+	// Notify, if set, tells approvers of each call that waits for them
+	// (a webhook); it must not block.
+	Notify func(Notice)
+	// Requester names the caller, given its principal, the way the
+	// approval page names approvers (Options.Requester). Default:
+	// SubjectPrefix + principal.
+	Requester func(principal string) string
 }
 
 // Parts are what a confirming server is built from. Install the boundary
@@ -60,6 +76,9 @@ type Parts struct {
 	Ledger         *ledger.Ledger
 	Flow           *Flow
 	Implementation *mcp.Implementation // Setup.Name and Setup.Version
+	// Page is what Setup.Page made, to serve beside the MCP endpoint;
+	// nil without one.
+	Page Page
 }
 
 // Assemble builds the boundary, the ledger and the flow of s, with one TTL
@@ -96,7 +115,14 @@ func Assemble(s Setup) (Parts, error) {
 	if err != nil {
 		return Parts{}, fmt.Errorf("confirm: %w", err)
 	}
-	flow, err := New(Options{Ledger: l, Logger: s.Logger})
+	var page Page
+	if s.Page != nil {
+		if page, err = s.Page(l); err != nil {
+			return Parts{}, fmt.Errorf("confirm: approval page: %w", err)
+		}
+	}
+	flow, err := New(Options{Ledger: l, Logger: s.Logger, Approval: s.Approval, Page: page,
+		Notify: s.Notify, Requester: s.Requester, Now: s.Now})
 	if err != nil {
 		return Parts{}, err
 	}
@@ -105,5 +131,6 @@ func Assemble(s Setup) (Parts, error) {
 		Ledger:         l,
 		Flow:           flow,
 		Implementation: &mcp.Implementation{Name: s.Name, Version: s.Version},
+		Page:           page,
 	}, nil
 }

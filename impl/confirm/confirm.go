@@ -49,6 +49,40 @@
 // SHA-256 only. Nor can it tell a lying client from the person: the client
 // relays the answer, so a client that reports "accept" when the person
 // declined is, to the flow, the person accepting.
+//
+// # Out-of-band approval
+//
+// A step whose [Approval] is out of band (or both) needs approvers the
+// client cannot be: its first round issues the confirmation with a
+// [ledger.Approval] — the approvers and how many must approve, the
+// caller as its Requester (who can never approve their own call), the
+// question as asked — and returns a URL request ([ApproveInputID]: an
+// elicitation in mode "url") pointing at the approval page ([Page]),
+// beside the in-band question for mode Both. The client's answer to the
+// link approves nothing (anything but accept withdraws the call). A
+// 2026-07-28 retry before the approvers have decided is answered with the
+// same URL request, saying it is waiting and until when; nothing is spent,
+// and the sealed state it retries with keeps an in-band yes already given.
+// An older-era client cannot retry with the state: its call is held, the
+// ledger polled without changing it, until the decision, the expiry or
+// the call's end, and a client that asked for progress is told it is
+// waiting, with the deadline. Once approved, the next retry redeems and
+// acts once, and its result begins with who approved, and when, as the
+// ledger's record says ([ledger.Record.Decisions]); once declined, every
+// retry is told who declined, and nothing acts.
+//
+// What out-of-band approval guarantees, beyond the above: Act runs only
+// after the ledger recorded the approvals the step needs, from approvers
+// the page authenticated — a client that lies, or an agent that drives
+// its own client, can no longer approve such a call. A question is asked
+// under the approval in force when it is asked; an answer that arrives
+// after the policy changed is refused and the call cancelled. What it does
+// not: authenticate anyone (the page does; the approvers' sign-in is the
+// trust root), or exclude a requester it cannot name — a caller with no
+// principal (stdio, no authentication) excludes no one, though N distinct
+// approvers are still needed; the requester is named SubjectPrefix +
+// principal, which excludes them only if the caller's tokens and the
+// approvers' sign-in name people alike ([Options.Requester]).
 package confirm
 
 import (
@@ -57,7 +91,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -112,6 +145,9 @@ type Step struct {
 	// [ErrOutcomeUnknown] says Act cannot tell whether the action happened;
 	// any other error is a failure, reported generically.
 	Act func(ctx context.Context, c ledger.Confirmation) (*mcp.CallToolResult, error)
+	// Approval is who must approve the call; nil means the Flow's
+	// default ([Options.Approval]).
+	Approval *Approval
 }
 
 // Options configures a [Flow].
@@ -120,12 +156,34 @@ type Options struct {
 	Ledger *ledger.Ledger
 	// Logger receives the reasons for refusals. Default: discard.
 	Logger *slog.Logger
+	// Approval is who approves the calls of a Step whose Approval is
+	// nil. Default: the person asked in band.
+	Approval Approval
+	// Page is the approval page; out-of-band approval needs it. A Step
+	// that needs out-of-band approval without a Page is refused.
+	Page Page
+	// Notify, if set, tells approvers of a call that waits for them, once
+	// per question. It must not block.
+	Notify func(Notice)
+	// Requester names the caller, given its principal, as the approval
+	// page names whoever signs in, so that the caller can never approve
+	// their own call. Default: SubjectPrefix + principal ("" for an
+	// unauthenticated caller: then no one is excluded).
+	Requester func(principal string) string
+	// Now is the clock a held older-era call compares expiry on.
+	// Default time.Now.
+	Now func() time.Time
 }
 
 // Flow runs confirmed steps. It is safe for concurrent use.
 type Flow struct {
-	ledger *ledger.Ledger
-	log    *slog.Logger
+	ledger          *ledger.Ledger
+	log             *slog.Logger
+	approvalDefault Approval
+	page            Page
+	notifier        func(Notice)
+	requesterOf     func(string) string
+	now             func() time.Time
 }
 
 // New returns a Flow.
@@ -133,11 +191,22 @@ func New(opts Options) (*Flow, error) {
 	if opts.Ledger == nil {
 		return nil, errors.New("confirm: Options.Ledger is required")
 	}
+	if err := opts.Approval.Check(); err != nil {
+		return nil, err
+	}
+	if opts.Approval.Mode != InBand && opts.Page == nil {
+		return nil, fmt.Errorf("confirm: %v approval needs an approval page (Options.Page)", opts.Approval.Mode)
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Flow{ledger: opts.Ledger, log: log}, nil
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Flow{ledger: opts.Ledger, log: log, approvalDefault: opts.Approval, page: opts.Page,
+		notifier: opts.Notify, requesterOf: opts.Requester, now: now}, nil
 }
 
 // Run executes one round of the exchange for a tools/call request.
@@ -157,21 +226,38 @@ func (f *Flow) Run(ctx context.Context, req *mcp.CallToolRequest, s Step) (*mcp.
 
 // ask is the first round: validate, record, and put the question.
 func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate.Binding, s Step) (*mcp.CallToolResult, error) {
-	if !canElicit(req) {
+	a := f.approval(s)
+	if err := a.Check(); err != nil || a.Mode != InBand && f.page == nil {
+		f.log.Error("confirm: a step's approval cannot be asked for; refusing", "tool", b.Target, "mode", a.Mode, "err", err)
+		return refusal("This server is misconfigured: this call's approval cannot be asked for. Nothing was done."), nil
+	}
+	form, url := elicitModes(req)
+	switch {
+	case a.Mode != OutOfBand && !form:
 		// A client that cannot answer would hang (2026-07-28) or get an
 		// opaque protocol error (older era): say why, and issue nothing.
 		return refusal("This client cannot show a confirmation dialog (it declared no form elicitation capability), so the action was refused. Nothing was done."), nil
+	case a.Mode != InBand && !url:
+		return refusal("This call needs out-of-band approval, and this client cannot show the approval page's link (it declared no url elicitation capability), so the action was refused. Nothing was done."), nil
 	}
 	q, err := s.Ask(ctx)
 	if err != nil {
 		return f.refused(err, "ask")
 	}
-	c, err := f.ledger.Issue(ctx, ledger.Confirmation{
+	c := ledger.Confirmation{
 		Tool:       b.Target,
 		ArgsDigest: b.ArgsDigest,
 		Principal:  b.Principal,
 		Subject:    q.Subject,
-	})
+	}
+	if a.Mode != InBand {
+		c.Approval = f.outOfBandApproval(a, b.Principal, q.Message)
+		if err := c.Approval.Check(); err != nil {
+			f.log.Warn("confirm: the question cannot be sent for approval", "tool", b.Target, "err", err)
+			return refusal("This call's question is too long to be sent for out-of-band approval, or its caller's name is, so the action was refused. Nothing was done."), nil
+		}
+	}
+	c, err = f.ledger.Issue(ctx, c)
 	if err != nil {
 		f.log.Warn("confirm: issue failed", "tool", b.Target, "err", err)
 		if errors.Is(err, ledger.ErrFull) {
@@ -180,7 +266,7 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 		return refusal("The confirmation ledger is unavailable, so the action was refused. Nothing was done."), nil
 	}
 	// The audit record of what was asked: the ledger keeps only bindings.
-	f.log.Info("confirm: asked", "id", c.ID, "tool", b.Target, "question", q.Message)
+	f.log.Info("confirm: asked", "id", c.ID, "tool", b.Target, "approval", a.Mode, "question", q.Message)
 	// A call that ends in an error never delivered this question, or lost
 	// the answer: in the older era go-sdk's shim asks in-process and, when
 	// the client's dialog fails, ends the call without calling back. Cancel
@@ -191,13 +277,22 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 			f.cancelUnanswered(ctx, c.ID, err)
 		}
 	})
-	return &mcp.CallToolResult{
-		InputRequests: mcp.InputRequestMap{InputID: &mcp.ElicitParams{
+	requests := mcp.InputRequestMap{}
+	if a.Mode != OutOfBand {
+		requests[InputID] = &mcp.ElicitParams{
 			Mode:            "form",
 			Message:         q.Message,
 			RequestedSchema: requestedSchema(),
-		}},
-		RequestState: statePrefix + c.ID.String(),
+		}
+	}
+	if a.Mode != InBand {
+		link := f.page.Link(c.ID)
+		requests[ApproveInputID] = urlRequest(req, link, askMessage(c, q.Message))
+		f.notify(c, link)
+	}
+	return &mcp.CallToolResult{
+		InputRequests: requests,
+		RequestState:  encodeState(state{id: c.ID, mode: a.Mode}),
 	}, nil
 }
 
@@ -238,23 +333,61 @@ func requestedSchema() map[string]any {
 
 // answer is the retry: spend the confirmation, then act on an approval.
 func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requeststate.Binding, s Step) (*mcp.CallToolResult, error) {
-	id, err := ledger.ParseID(strings.TrimPrefix(req.Params.RequestState, statePrefix))
-	if err != nil || !strings.HasPrefix(req.Params.RequestState, statePrefix) {
+	st, ok := parseState(req.Params.RequestState)
+	if !ok {
 		// Only this package writes the plaintext and the boundary
 		// authenticates it, so this is a bug or another tool's state.
 		f.log.Error("confirm: requestState plaintext is not a confirmation", "tool", b.Target)
 		return refusal("This confirmation is not valid. Nothing was done."), nil
 	}
-	if !approved(req.Params.InputResponses[InputID]) {
+	id := st.id
+	// The approval the question asked for is the one answered; if the
+	// policy has changed since (another replica, a restart), the call
+	// is asked again under the policy in force.
+	if cur := f.approval(s).Mode; cur != st.mode {
+		f.log.Warn("confirm: the approval policy changed since the question", "id", id, "tool", b.Target, "asked", st.mode, "now", cur)
 		if _, err := f.ledger.Cancel(ctx, id); err != nil {
-			f.log.Info("confirm: cancel of an unusable confirmation", "id", id, "err", err)
 			return f.spendRefusal(err), nil
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
-			Text: "Not confirmed: nothing was done.",
-		}}}, nil
+		return refusal("The approval this call needs changed since the question was asked, so the answer was not used; call again. Nothing was done."), nil
+	}
+	inputs := req.Params.InputResponses
+	if st.mode != OutOfBand && !st.yes && !approved(inputs[InputID]) {
+		return f.decline(ctx, id, "Not confirmed: nothing was done.")
+	}
+	if st.mode != InBand && !accepted(inputs[ApproveInputID]) {
+		// The answer to the page's link approves nothing, but anything
+		// other than accept withdraws the request.
+		return f.decline(ctx, id, msgWithdrawn)
 	}
 	rec, err := f.ledger.Redeem(ctx, id)
+	if errors.Is(err, ledger.ErrAwaitingApproval) {
+		if !f.matches(rec, b) {
+			f.log.Error("confirm: confirmation does not match the call", "id", id, "tool", b.Target)
+			return refusal("This approval was given for a different action. Nothing was done."), nil
+		}
+		if modern(req) {
+			// Nothing spent: the client retries with the same state
+			// (the in-band yes, if any, now in it) once the approvers
+			// have decided.
+			f.log.Info("confirm: retry before the out-of-band decision", "id", id)
+			link := f.page.Link(id)
+			return &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{ApproveInputID: urlRequest(req, link, waitingMessage(rec))},
+				RequestState:  encodeState(state{id: id, mode: st.mode, yes: st.mode == Both}),
+			}, nil
+		}
+		// An older-era client never holds the state: the call is held
+		// until the decision.
+		rec, err = f.await(ctx, req, id, rec)
+		if ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	if errors.Is(err, ledger.ErrDeclined) && f.matches(rec, b) {
+		f.log.Info("confirm: declined out of band", "id", id)
+		return declinedBy(rec), nil
+	}
 	if err != nil && !errors.Is(err, ledger.ErrSpent) {
 		f.log.Warn("confirm: redeem refused", "id", id, "err", err)
 		return f.spendRefusal(err), nil
@@ -263,7 +396,7 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 	// own record too means a boundary bug cannot carry an approval, or the
 	// answer to one, onto another call.
 	c := rec.Confirmation
-	if c.Tool != b.Target || c.ArgsDigest != b.ArgsDigest || c.Principal != b.Principal {
+	if !f.matches(rec, b) {
 		f.log.Error("confirm: confirmation does not match the call", "id", id, "tool", b.Target)
 		res := refusal("This approval was given for a different action. Nothing was done.")
 		if err == nil {
@@ -291,8 +424,32 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 	case res.IsError:
 		kind = ledger.OutcomeFailed
 	}
+	if c.Approval != nil {
+		// Who approved, in the result (and so in its record, which every
+		// retry gets back): the ledger's record names them too.
+		f.log.Info("confirm: approved out of band", "id", id, "decisions", len(rec.Decisions))
+		cp := *res
+		cp.Content = append([]mcp.Content{&mcp.TextContent{Text: approvedBy(rec)}}, res.Content...)
+		res = &cp
+	}
 	f.record(ctx, id, kind, res)
 	return res, nil
+}
+
+// matches reports whether rec is the confirmation of the call b binds.
+func (f *Flow) matches(rec ledger.Record, b requeststate.Binding) bool {
+	c := rec.Confirmation
+	return c.Tool == b.Target && c.ArgsDigest == b.ArgsDigest && c.Principal == b.Principal
+}
+
+// decline cancels confirmation id, which the client's answer did not
+// approve, and answers msg.
+func (f *Flow) decline(ctx context.Context, id ledger.ID, msg string) (*mcp.CallToolResult, error) {
+	if _, err := f.ledger.Cancel(ctx, id); err != nil {
+		f.log.Info("confirm: cancel of an unusable confirmation", "id", id, "err", err)
+		return f.spendRefusal(err), nil
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
 }
 
 // recordTimeout bounds the Complete that records an outcome: the call's
@@ -353,6 +510,13 @@ func (f *Flow) replay(id ledger.ID, rec ledger.Record, err error) *mcp.CallToolR
 	return &res
 }
 
+// accepted reports whether the answer to the approval page's link is
+// "accept": the person went, or will go, to the page.
+func accepted(r mcp.InputResponse) bool {
+	e, ok := r.(*mcp.ElicitResult)
+	return ok && e != nil && e.Action == "accept"
+}
+
 // approved reports whether the answer is an explicit yes.
 func approved(r mcp.InputResponse) bool {
 	e, ok := r.(*mcp.ElicitResult)
@@ -365,19 +529,25 @@ func approved(r mcp.InputResponse) bool {
 
 // canElicit reports whether the client declared form elicitation.
 func canElicit(req *mcp.CallToolRequest) bool {
+	form, _ := elicitModes(req)
+	return form
+}
+
+// elicitModes reports which elicitation modes the client declared.
+func elicitModes(req *mcp.CallToolRequest) (form, url bool) {
 	e, ok := metaElicitation(req)
 	if !ok {
 		caps := req.ClientCapabilities()
 		if caps == nil {
-			return false
+			return false, false
 		}
 		e = caps.Elicitation
 	}
 	if e == nil {
-		return false
+		return false, false
 	}
 	// An empty elicitation capability means form mode (the spec's default).
-	return e.Form != nil || e.URL == nil
+	return e.Form != nil || e.URL == nil, e.URL != nil
 }
 
 // metaElicitation reads the elicitation capability (nil if none) that a
@@ -442,6 +612,8 @@ func (f *Flow) spendRefusal(err error) *mcp.CallToolResult {
 		return refusal("This confirmation was already approved, and the action may or may not have happened — check before asking again; declining it now changes nothing.")
 	case ledger.ResultCancelled:
 		return refusal("This confirmation was declined earlier and cannot be used. Nothing was done.")
+	case ledger.ResultDeclined:
+		return refusal("This confirmation was declined out of band by an approver and cannot be used. Nothing was done.")
 	case ledger.ResultExpired:
 		return refusal("This confirmation has expired; ask again. Nothing was done.")
 	case ledger.ResultUnknown:

@@ -60,7 +60,14 @@ func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallTo
 		}
 		cp := *req.Params
 		cp.RequestState = inner
-		return p.flow.Run(ctx, &mcp.CallToolRequest{Session: req.Session, Params: &cp, Extra: req.Extra}, p.step(up, req, nil, fp))
+		res, err := p.flow.Run(ctx, &mcp.CallToolRequest{Session: req.Session, Params: &cp, Extra: req.Extra}, p.step(up, req, nil, fp))
+		if err == nil && res != nil && res.InputRequests != nil && !strings.HasPrefix(res.RequestState, continuePrefix) {
+			// Still waiting for out-of-band approval: the state the
+			// client retries with binds the same fingerprint. (An
+			// upstream's follow-up question has a state of its own.)
+			res.RequestState = askPrefix + fp + "/" + res.RequestState
+		}
+		return res, err
 	case state != "":
 		// Only the proxy writes the plaintext and the boundary
 		// authenticates it, so this is a bug: act on nothing.

@@ -56,14 +56,18 @@ func (s *SyncBuffer) String() string {
 
 // An Answerer is a client's elicitation handler: it records the questions
 // and answers each with Action ("accept", "decline" or "cancel"), with
-// confirm = Confirm when accepting.
+// confirm = Confirm when accepting a form. A URL elicitation (an approval
+// page's link) it records as a URL too, and answers with URLAction, or
+// Action when that is empty, with no content.
 type Answerer struct {
-	Action  string
-	Confirm bool
-	Before  func() // if set, runs before each answer, while the question is open
-	Fail    error  // if set, the dialog fails with it instead of answering
-	mu      sync.Mutex
-	asked   []string
+	Action    string
+	Confirm   bool
+	URLAction string
+	Before    func() // if set, runs before each answer, while the question is open
+	Fail      error  // if set, the dialog fails with it instead of answering
+	mu        sync.Mutex
+	asked     []string
+	urls      []string
 }
 
 // Accept answers yes; Decline answers no.
@@ -74,12 +78,21 @@ func Decline() *Answerer { return &Answerer{Action: "decline"} }
 func (a *Answerer) Handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	a.mu.Lock()
 	a.asked = append(a.asked, req.Params.Message)
+	if req.Params.Mode == "url" {
+		a.urls = append(a.urls, req.Params.URL)
+	}
 	a.mu.Unlock()
 	if a.Before != nil {
 		a.Before()
 	}
 	if a.Fail != nil {
 		return nil, a.Fail
+	}
+	if req.Params.Mode == "url" {
+		if a.URLAction != "" {
+			return &mcp.ElicitResult{Action: a.URLAction}, nil
+		}
+		return &mcp.ElicitResult{Action: a.Action}, nil
 	}
 	r := &mcp.ElicitResult{Action: a.Action}
 	if a.Action == "accept" {
@@ -93,6 +106,13 @@ func (a *Answerer) Questions() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]string(nil), a.asked...)
+}
+
+// URLs returns the links of the URL elicitations so far.
+func (a *Answerer) URLs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.urls...)
 }
 
 // Yes is an approving answer, as a retry carries it.
@@ -114,6 +134,9 @@ type ClientOptions struct {
 	Header http.Header
 	// Name is the client's name in its clientInfo; default "test-client".
 	Name string
+	// URL declares URL elicitation besides form (an approval page's
+	// link); Answer must be set.
+	URL bool
 }
 
 // Connect starts a real go-sdk client session to s: over an in-memory
@@ -129,6 +152,12 @@ func Connect(tb testing.TB, s *mcp.Server, h http.Handler, o ClientOptions) *mcp
 	}
 	if o.Manual {
 		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	if o.URL {
+		if copts.Capabilities == nil {
+			copts.Capabilities = &mcp.ClientCapabilities{}
+		}
+		copts.Capabilities.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 	}
 	name := o.Name
 	if name == "" {

@@ -11,7 +11,13 @@
 // ([Crash], and with Redis and PostgreSQL [CrashShared]), replicas sharing
 // a store ([Replicas]), another user's approval ([PrincipalMismatch]), a
 // declined or cancelled question ([Declined]), a client that cannot be asked
-// ([WithoutElicitation]) and an answer after the TTL ([Expired]). Each
+// ([WithoutElicitation]) and an answer after the TTL ([Expired]); and
+// out-of-band approval: approved on the page after a retry told to wait
+// ([ApproveOutOfBand]), declined there or withdrawn by the client
+// ([ApproveDeclined]), four-eyes with the requester refused
+// ([ApproveFourEyes]), the in-band yes and the approval both
+// ([ApproveBoth]), and asked on one replica, approved on another
+// ([ApproveAcrossReplicas]). Each
 // asserts which layer refused — the boundary's one JSON-RPC error, or a
 // tool error — and how many times the action took effect, counted by the
 // front end's own test ([FrontEnd.Effects]: files deleted, calls the
@@ -25,9 +31,15 @@
 // A front end's test supplies a [Factory]; it keeps only the tests of what
 // is its own. The reference server (internal/server) and the proxy
 // (impl/proxy) run it as TestFrontEndSuite; the suite's negative control,
-// TestSuiteCatchesBrokenFrontEnds, runs it against seven broken front ends
+// TestSuiteCatchesBrokenFrontEnds, runs it against nine broken front ends
 // and requires each to fail exactly the cases that catch its fault (one
-// that acts without redeeming, one with a ledger of its own, …).
+// that acts without redeeming, one with a ledger of its own, one that
+// acts before the out-of-band approval, …).
+//
+// The out-of-band cases give the front ends an approval page of the
+// suite's own, whose approvers decide through the ledger it was made
+// over ([ledger.Ledger.Decide]), as the real page does once they have
+// signed in: the cases check the front end's side, not the page's.
 //
 // The shared-store cases run against every store whose URL is set in
 // MCP_CONFIRM_REDIS_URL and MCP_CONFIRM_POSTGRES_URL, and skip, naming
@@ -112,6 +124,11 @@ func Run(t *testing.T, f Factory) {
 		{"Declined", Declined},
 		{"WithoutElicitation", WithoutElicitation},
 		{"Expired", Expired},
+		{"ApproveOutOfBand", ApproveOutOfBand},
+		{"ApproveDeclined", ApproveDeclined},
+		{"ApproveFourEyes", ApproveFourEyes},
+		{"ApproveBoth", ApproveBoth},
+		{"ApproveAcrossReplicas", ApproveAcrossReplicas},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.run(t, f) })
 	}
@@ -174,6 +191,10 @@ type deployment struct {
 	// client's name instead, as no one authenticates in memory.
 	principals map[string]string
 	byName     bool
+	// approval, if set, is the approval the front ends need, approved on
+	// pages (the out-of-band cases).
+	approval *confirm.Approval
+	pages    *pages
 }
 
 func newDeployment(t *testing.T, f Factory) *deployment {
@@ -216,6 +237,10 @@ func (d *deployment) setup(store ledger.Store, lease time.Duration) confirm.Setu
 	}
 	if d.byName {
 		s.Principal = clientName
+	}
+	if d.approval != nil {
+		s.Approval = *d.approval
+		s.Page = d.pages.page
 	}
 	return s
 }
@@ -302,14 +327,27 @@ type session struct {
 	answer    *mcptest.Answerer
 	manual    bool   // 2026-07-28 only: return input_required to the test instead of retrying
 	user      string // with principals: whose client (its token over HTTP, its name in memory)
+	url       bool   // the client shows URL elicitations (an approval page's link) too
 }
 
 // connect starts a real go-sdk client session to fe.
 func (d *deployment) connect(fe *FrontEnd, s session) *mcp.ClientSession {
 	d.t.Helper()
-	o := mcptest.ClientOptions{Era: s.era, Transport: s.transport, Answer: s.answer, Manual: s.manual}
+	o := mcptest.ClientOptions{Era: s.era, Transport: s.transport, Answer: s.answer, Manual: s.manual, URL: s.url}
+	if s.user != "" {
+		o.Name = s.user
+	}
+	return d.connectWith(fe, s.transport, o)
+}
+
+// connectWith starts a real go-sdk client session to fe over transport,
+// with o (its Transport ignored), authenticated as o.Name where d knows
+// users.
+func (d *deployment) connectWith(fe *FrontEnd, transport string, o mcptest.ClientOptions) *mcp.ClientSession {
+	d.t.Helper()
+	o.Transport = transport
 	var h http.Handler
-	if s.transport == mcptest.HTTP {
+	if transport == mcptest.HTTP {
 		opts := serve.HTTPOptions{Logger: d.logger()}.ForTTL(ttl)
 		if d.principals != nil {
 			opts.Auth = auth.RequireBearerToken(d.verify, nil)
@@ -320,10 +358,9 @@ func (d *deployment) connect(fe *FrontEnd, s session) *mcp.ClientSession {
 		}
 		h = hh
 	}
-	if s.user != "" {
-		o.Name = s.user
+	if o.Name != "" {
 		for token, user := range d.principals {
-			if user == s.user {
+			if user == o.Name {
 				o.Header = http.Header{"Authorization": {"Bearer " + token}}
 			}
 		}

@@ -42,6 +42,12 @@ const (
 	// dropArguments drops the arguments its tool does not know before
 	// the boundary sees them, so the boundary binds what is left.
 	dropArguments fault = "drops unknown arguments before the boundary"
+	// actUnapproved acts on a retry once the client says it went to the
+	// approval page, before anyone approved there.
+	actUnapproved fault = "acts before the out-of-band approval"
+	// inBandOnly ignores the out-of-band approval it is set up with, and
+	// asks in band alone.
+	inBandOnly fault = "ignores out-of-band approval"
 )
 
 // toy is what the toy front end acts on: a counter per subject.
@@ -78,6 +84,8 @@ func toyFrontEnd(t testing.TB, setup confirm.Setup, y *toy, f fault) *confirmtes
 		setup.Principal = func(context.Context, mcp.Request) (string, error) { return "", nil }
 	case ownClock:
 		setup.Now = nil
+	case inBandOnly:
+		setup.Approval = confirm.Approval{}
 	}
 	parts, err := confirm.Assemble(setup)
 	if err != nil {
@@ -100,6 +108,8 @@ func toyFrontEnd(t testing.TB, setup confirm.Setup, y *toy, f fault) *confirmtes
 				return y.act(in.Subject), nil
 			case f == approveAll && retry:
 				req.Params.InputResponses = mcp.InputResponseMap{confirm.InputID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}}
+			case f == actUnapproved && retry && wentToPage(req):
+				return y.act(in.Subject), nil
 			case f == actUnasked && !retry && (req.ClientCapabilities() == nil || req.ClientCapabilities().Elicitation == nil):
 				return y.act(in.Subject), nil
 			}
@@ -117,6 +127,13 @@ func toyFrontEnd(t testing.TB, setup confirm.Setup, y *toy, f fault) *confirmtes
 func approved(req *mcp.CallToolRequest) bool {
 	e, ok := req.Params.InputResponses[confirm.InputID].(*mcp.ElicitResult)
 	return ok && e.Action == "accept" && e.Content["confirm"] == true
+}
+
+// wentToPage reports whether a retry answers the approval page's link
+// with accept.
+func wentToPage(req *mcp.CallToolRequest) bool {
+	e, ok := req.Params.InputResponses[confirm.ApproveInputID].(*mcp.ElicitResult)
+	return ok && e.Action == "accept"
 }
 
 // dropUnknown keeps only the subject argument of a tools/call.
@@ -161,18 +178,23 @@ func toyFactory(f fault) confirmtest.Factory {
 func TestSoundFrontEndPasses(t *testing.T) { confirmtest.Run(t, toyFactory(sound)) }
 
 // controls are the broken front ends, and the cases each must fail: all
-// of them and no other. Replicas and CrashShared need a shared store.
+// of them and no other. Replicas, CrashShared and ApproveAcrossReplicas
+// need a shared store.
 var controls = []struct {
 	fault fault
 	fails []string
 }{
-	{skipRedeem, []string{"SpentTwice", "ConcurrentRedeem", "LostReply", "Crash", "CrashShared", "Replicas", "PrincipalMismatch", "Declined"}},
-	{ownLedger, []string{"ConcurrentRedeem", "Crash", "CrashShared", "Replicas"}},
-	{approveAll, []string{"Declined", "LostReply"}},
+	{skipRedeem, []string{"SpentTwice", "ConcurrentRedeem", "LostReply", "Crash", "CrashShared", "Replicas", "PrincipalMismatch", "Declined", "ApproveBoth"}},
+	{ownLedger, []string{"ConcurrentRedeem", "Crash", "CrashShared", "Replicas", "ApproveAcrossReplicas"}},
+	// Its yes replaces every answer, the page link's accept included:
+	// the out-of-band cases are refused as withdrawn.
+	{approveAll, []string{"Declined", "LostReply", "ApproveOutOfBand", "ApproveDeclined", "ApproveFourEyes", "ApproveBoth", "ApproveAcrossReplicas"}},
 	{actUnasked, []string{"WithoutElicitation"}},
-	{anyone, []string{"PrincipalMismatch"}},
+	{anyone, []string{"PrincipalMismatch", "ApproveFourEyes"}},
 	{ownClock, []string{"Expired"}},
 	{dropArguments, []string{"ReplayOntoOtherArguments"}},
+	{actUnapproved, []string{"ApproveOutOfBand", "ApproveDeclined", "ApproveFourEyes", "ApproveBoth", "ApproveAcrossReplicas"}},
+	{inBandOnly, []string{"ApproveOutOfBand", "ApproveDeclined", "ApproveFourEyes", "ApproveBoth", "ApproveAcrossReplicas"}},
 }
 
 const controlEnv = "CONFIRMTEST_CONTROL"
@@ -204,7 +226,7 @@ func TestSuiteCatchesBrokenFrontEnds(t *testing.T) {
 				failed = append(failed, m[1])
 			}
 			want := slices.DeleteFunc(slices.Clone(c.fails), func(name string) bool {
-				return !shared && (name == "Replicas" || name == "CrashShared")
+				return !shared && (name == "Replicas" || name == "CrashShared" || name == "ApproveAcrossReplicas")
 			})
 			slices.Sort(failed)
 			slices.Sort(want)
@@ -214,7 +236,7 @@ func TestSuiteCatchesBrokenFrontEnds(t *testing.T) {
 		})
 	}
 	if !shared {
-		t.Skip("set MCP_CONFIRM_REDIS_URL and MCP_CONFIRM_POSTGRES_URL to check that Replicas and CrashShared catch their faults")
+		t.Skip("set MCP_CONFIRM_REDIS_URL and MCP_CONFIRM_POSTGRES_URL to check that Replicas, CrashShared and ApproveAcrossReplicas catch their faults")
 	}
 }
 
@@ -226,7 +248,7 @@ func TestControlsCoverEveryCase(t *testing.T) {
 			caught[name] = true
 		}
 	}
-	for _, name := range []string{"SpentTwice", "ReplayOntoOtherArguments", "ConcurrentRedeem", "LostReply", "Crash", "CrashShared", "Replicas", "PrincipalMismatch", "Declined", "WithoutElicitation", "Expired"} {
+	for _, name := range []string{"SpentTwice", "ReplayOntoOtherArguments", "ConcurrentRedeem", "LostReply", "Crash", "CrashShared", "Replicas", "PrincipalMismatch", "Declined", "WithoutElicitation", "Expired", "ApproveOutOfBand", "ApproveDeclined", "ApproveFourEyes", "ApproveBoth", "ApproveAcrossReplicas"} {
 		if !caught[name] {
 			t.Errorf("no broken front end shows that %s can fail", name)
 		}
