@@ -135,8 +135,15 @@ func scan(s string) (hides, misleading bool) {
 			i, r, n, c = next, nr, nn, nc
 			continue
 		}
-		end, h := quote(nil, s, i, i+1) // exactly the one cluster at i
-		hides = h
+		var end int
+		if jn, raw := joined(s, i); jn > 0 {
+			// A base and the marks it carries: one cluster, its code
+			// points' letters fed below.
+			end = i + jn
+			hides = !raw && quoteCluster(nil, s, i, end)
+		} else {
+			end, hides = quote(nil, s, i, i+1) // exactly the one cluster at i
+		}
 		for i < end && !misleading {
 			r, n, c = decode(s, i)
 			misleading = l.add(s, i, n, r, c)
