@@ -15,7 +15,17 @@
 // An asked call runs through [confirm.Flow] behind the [requeststate]
 // boundary, in both protocol eras: the first round records a pending
 // confirmation in the [ledger] and puts the proxy's own question; the
-// answer redeems it, and only then is the call forwarded, once.
+// answer redeems it, and only then is the call forwarded, once. A tool
+// the policy's [[approval]] tables name also needs (mode "both") or
+// needs instead (mode "out-of-band") approval by approvers reached
+// outside the chat, signed in on the approval page, which the client
+// cannot give: package confirm says what that guarantees. The proxy
+// refuses to start with approval tables and no approval page
+// (Options.Page), or with two tables naming a tool the upstream lists;
+// a call of a tool two tables name is refused, and never forwarded
+// (TestProxyApprovalTablesOverlap). TestProxyApprovalPerTool checks
+// through the proxy, in both eras, that a table's approval applies to
+// the tools it names, and to them alone.
 //
 // # What it guarantees
 //

@@ -58,9 +58,13 @@ func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallTo
 		if !ok {
 			return refusal("This confirmation is not valid. Nothing was done."), nil
 		}
+		approval, refused := p.approval(name)
+		if refused != nil {
+			return refused, nil
+		}
 		cp := *req.Params
 		cp.RequestState = inner
-		res, err := p.flow.Run(ctx, &mcp.CallToolRequest{Session: req.Session, Params: &cp, Extra: req.Extra}, p.step(up, req, nil, fp))
+		res, err := p.flow.Run(ctx, &mcp.CallToolRequest{Session: req.Session, Params: &cp, Extra: req.Extra}, p.step(up, req, nil, fp, approval))
 		if err == nil && res != nil && res.InputRequests != nil && !strings.HasPrefix(res.RequestState, continuePrefix) {
 			// Still waiting for out-of-band approval: the state the
 			// client retries with binds the same fingerprint. (An
@@ -78,6 +82,10 @@ func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallTo
 	if a == Allow {
 		return p.passThrough(ctx, up, req, "")
 	}
+	approval, refused := p.approval(name)
+	if refused != nil {
+		return refused, nil
+	}
 	if def == nil {
 		// The question may use the definition read last: if the upstream
 		// has changed it since, the check before forwarding refuses.
@@ -93,7 +101,7 @@ func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallTo
 		return refusal("Unknown tool %s: the upstream does not list it. Nothing was asked or done.", showValue(name, nameWidth)), nil
 	}
 	fp := p.fingerprints.of(def)
-	res, err := p.flow.Run(ctx, req, p.step(up, req, def, fp))
+	res, err := p.flow.Run(ctx, req, p.step(up, req, def, fp, approval))
 	if err == nil && res != nil && res.InputRequests != nil {
 		// The fingerprint travels in the sealed state too, beside the
 		// ledger record's copy: either alone binds the approval to it.
@@ -131,12 +139,26 @@ func (p *Proxy) passThrough(ctx context.Context, up relay.Upstream, req *mcp.Cal
 	return res, nil
 }
 
+// approval returns the out-of-band approval the policy's [[approval]]
+// tables ask of the named tool (nil: the flow's default, in band), or
+// the refusal of a call two tables name.
+func (p *Proxy) approval(name string) (*confirm.Approval, *mcp.CallToolResult) {
+	a, err := p.policy.Approval(name)
+	if err != nil {
+		p.log.Error("proxy: the policy's approval tables overlap; call refused", "tool", name, "err", err)
+		return nil, refusal("The proxy's policy names the tool %s in two approval tables, so who must approve it is unclear and the call was refused; the operator must fix the policy. Nothing was done.", showValue(name, nameWidth))
+	}
+	return a, nil
+}
+
 // step is the confirmed call: def is the upstream's definition read for the
 // question (nil on the answer round, where Ask does not run), sealed its
-// fingerprint as the sealed state carries it.
-func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool, sealed string) confirm.Step {
+// fingerprint as the sealed state carries it, approval the out-of-band
+// approval it needs (nil: the flow's default).
+func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool, sealed string, approval *confirm.Approval) confirm.Step {
 	name := req.Params.Name
 	return confirm.Step{
+		Approval: approval,
 		Ask: func(ctx context.Context) (confirm.Question, error) {
 			if def == nil {
 				return confirm.Question{}, confirm.Refuse("The upstream has no tool %s. Nothing was asked or done.", showValue(name, nameWidth))

@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 )
 
@@ -86,6 +87,14 @@ type Policy struct {
 	allowReadOnlyHint bool
 	allow, ask, deny  []glob
 	questions         map[string]template
+	approvals         []approvalRule
+}
+
+// An approvalRule is one [[approval]] table: the tools whose calls need
+// its out-of-band approval.
+type approvalRule struct {
+	tools    []glob
+	approval confirm.Approval
 }
 
 // policyFile is the TOML a policy file holds.
@@ -97,6 +106,15 @@ type policyFile struct {
 	Ask               []string          `toml:"ask"`
 	Deny              []string          `toml:"deny"`
 	Questions         map[string]string `toml:"questions"`
+	Approval          []approvalFile    `toml:"approval"`
+}
+
+// approvalFile is one [[approval]] table of a policy file.
+type approvalFile struct {
+	Tools     []string `toml:"tools"`
+	Mode      string   `toml:"mode"`
+	Approvers []string `toml:"approvers"`
+	Approvals *int     `toml:"approvals"`
 }
 
 // ParsePolicy reads a policy in TOML:
@@ -111,10 +129,26 @@ type policyFile struct {
 //	[questions]                          # optional first line of a tool's question
 //	write_file = "Write {content} to {path}?"
 //
+//	[[approval]]                         # approvers the agent cannot be (any number of tables)
+//	tools = ["delete_*", "move_file"]    # globs, as in the lists above
+//	mode = "out-of-band"                 # "out-of-band", or "both" (in band as well)
+//	approvers = ["group:ops", "sub:alice"]  # who may approve: OpenID Connect subjects and groups
+//	approvals = 2                        # distinct approvers needed (default 1), never the caller
+//
+// A tool an [[approval]] table names is asked (unless denied), and its
+// calls need that approval out of band, besides (mode "both") or instead
+// of (mode "out-of-band") the person's in-band answer, which the client
+// relays: see package confirm. A tool no table names is approved in
+// band. Tables must not overlap: a tool two tables name is refused at
+// start-up if the upstream lists it then, and every call of it is
+// refused if it appears later.
+//
 // Every error names the line or the key at fault and wraps [ErrPolicy]:
 // unknown keys, wrong types, bad globs, an empty or unknown default, a
 // template with unbalanced braces, a placeholder that is not an argument
-// name, or text a person could misread (see [Policy.Question]).
+// name, text a person could misread (see [Policy.Question]), or an
+// [[approval]] table without tools, with another mode, with approvers not
+// named sub:… or group:…, or needing more approvals than it could get.
 func ParsePolicy(r io.Reader) (*Policy, error) {
 	var f policyFile
 	md, err := toml.NewDecoder(r).Decode(&f)
@@ -132,7 +166,7 @@ func ParsePolicy(r io.Reader) (*Policy, error) {
 		for i, k := range und {
 			keys[i] = k.String()
 		}
-		return nil, fmt.Errorf("%w: unknown key %s (known: name, default, allow_read_only_hint, allow, ask, deny, questions)", ErrPolicy, strings.Join(keys, ", "))
+		return nil, fmt.Errorf("%w: unknown key %s (known: name, default, allow_read_only_hint, allow, ask, deny, questions, approval)", ErrPolicy, strings.Join(keys, ", "))
 	}
 	p := &Policy{name: f.Name, allowReadOnlyHint: f.AllowReadOnlyHint, questions: map[string]template{}}
 	if md.IsDefined("name") {
@@ -165,6 +199,13 @@ func ParsePolicy(r io.Reader) (*Policy, error) {
 			}
 			*l.into = append(*l.into, c)
 		}
+	}
+	for i, a := range f.Approval {
+		r, err := parseApproval(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: approval table %d: %v", ErrPolicy, i+1, err)
+		}
+		p.approvals = append(p.approvals, r)
 	}
 	for _, tool := range slices.Sorted(mapKeys(f.Questions)) {
 		t, err := parseTemplate(f.Questions[tool])
@@ -216,7 +257,9 @@ func (p *Policy) Decide(name string, def *mcp.Tool) Action {
 	switch {
 	case matchAny(p.deny, name):
 		return Deny
-	case matchAny(p.ask, name):
+	// Out-of-band approval is asking too: an [[approval]] table must not
+	// be undone by an allow list.
+	case matchAny(p.ask, name) || p.needsApproval(name):
 		return Ask
 	case matchAny(p.allow, name):
 		return Allow
@@ -396,11 +439,17 @@ func compileClass(rs []rune, re *strings.Builder) (int, error) {
 }
 
 // Check reports policy templates that name arguments the upstream's current
-// definition of their tool does not have. The proxy runs it at start-up,
-// against the tools the upstream lists then.
+// definition of their tool does not have, and tools two [[approval]]
+// tables name. The proxy runs it at start-up, against the tools the
+// upstream lists then.
 func (p *Policy) Check(tools []*mcp.Tool) error {
 	if p == nil {
 		return nil
+	}
+	for _, t := range tools {
+		if _, err := p.Approval(t.Name); err != nil {
+			return err
+		}
 	}
 	for _, tool := range slices.Sorted(mapKeys(p.questions)) {
 		i := slices.IndexFunc(tools, func(t *mcp.Tool) bool { return t.Name == tool })
@@ -518,3 +567,83 @@ func checkOperatorText(s string) error {
 	}
 	return nil
 }
+
+// parseApproval parses one [[approval]] table.
+func parseApproval(a approvalFile) (approvalRule, error) {
+	var r approvalRule
+	if len(a.Tools) == 0 {
+		return r, errors.New("tools is empty or missing: name the tools it is for")
+	}
+	for i, g := range a.Tools {
+		if g == "" {
+			return r, fmt.Errorf("tools[%d] is empty", i)
+		}
+		c, err := compileGlob(g)
+		if err != nil {
+			return r, fmt.Errorf("tools[%d] = %q: bad glob: %v", i, g, err)
+		}
+		r.tools = append(r.tools, c)
+	}
+	switch a.Mode {
+	case confirm.OutOfBand.String():
+		r.approval.Mode = confirm.OutOfBand
+	case confirm.Both.String():
+		r.approval.Mode = confirm.Both
+	default:
+		// In band is what every other tool gets: a table saying so would
+		// only add an overlap.
+		return r, fmt.Errorf("mode = %q: want \"out-of-band\" or \"both\"", a.Mode)
+	}
+	r.approval.Approvers = a.Approvers
+	r.approval.Required = 1
+	if a.Approvals != nil {
+		if *a.Approvals < 1 {
+			return r, fmt.Errorf("approvals = %d: want 1 or more", *a.Approvals)
+		}
+		r.approval.Required = *a.Approvals
+	}
+	if err := r.approval.Check(); err != nil {
+		return r, errors.New(strings.TrimPrefix(err.Error(), "confirm: "))
+	}
+	return r, nil
+}
+
+// needsApproval reports whether an [[approval]] table names the tool.
+func (p *Policy) needsApproval(name string) bool {
+	for _, r := range p.approvals {
+		if matchAny(r.tools, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// Approval returns the out-of-band approval calls of the named tool
+// need, or nil when no [[approval]] table names it (the person asked in
+// band approves it). Two tables naming it is an error wrapping
+// [ErrPolicy]: which one the operator meant cannot be told.
+func (p *Policy) Approval(name string) (*confirm.Approval, error) {
+	if p == nil {
+		return nil, nil
+	}
+	var (
+		found *confirm.Approval
+		first int
+	)
+	for i, r := range p.approvals {
+		if !matchAny(r.tools, name) {
+			continue
+		}
+		if found != nil {
+			return nil, fmt.Errorf("%w: approval tables %d and %d both name the tool %s; make them name disjoint tools", ErrPolicy, first+1, i+1, prompt.Value(name, prompt.Options{MaxWidth: nameWidth}))
+		}
+		a := r.approval
+		a.Approvers = slices.Clone(a.Approvers)
+		found, first = &a, i
+	}
+	return found, nil
+}
+
+// OutOfBand reports whether any [[approval]] table needs out-of-band
+// approval: the proxy needs the approval page then.
+func (p *Policy) OutOfBand() bool { return p != nil && len(p.approvals) > 0 }

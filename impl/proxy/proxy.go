@@ -85,6 +85,10 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 	case opts.MaxSessions == 0:
 		opts.MaxSessions = DefaultMaxSessions
 	}
+	if opts.Policy.OutOfBand() && opts.Page == nil {
+		// Every call its approval tables name would be refused.
+		return nil, fmt.Errorf("%w: its approval tables need the approval page (Options.Page: --public-url and the approvers' sign-in)", ErrPolicy)
+	}
 	p := &Proxy{log: opts.Logger, policy: opts.Policy}
 	parts, err := confirm.Assemble(opts.Setup)
 	if err != nil {
