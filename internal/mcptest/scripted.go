@@ -18,31 +18,90 @@ type Script func(line []byte) [][]byte
 
 // Scripted returns an Options.Connect for a proxy or relay: each call opens
 // a new newline-delimited JSON-RPC connection whose far end follows script.
-// The script sees the lines of every connection, one at a time. A
-// connection's far end ends when the client closes it.
+// The script sees the lines of every connection, one at a time. The far end
+// never stops reading: what it writes waits in a queue of its own while the
+// client does not read (a client that stops reading cannot block it, as a
+// pipe's buffer would not). A connection's far end ends when the client
+// closes it.
 func Scripted(script Script) func(context.Context) (mcp.Transport, error) {
 	var mu sync.Mutex
 	return func(context.Context) (mcp.Transport, error) {
 		upR, upW := io.Pipe()     // the client writes, the script reads
 		downR, downW := io.Pipe() // the script writes, the client reads
+		out := newQueue()
 		go func() {
-			defer downW.Close()
+			defer out.close()
 			defer upR.Close()
 			sc := bufio.NewScanner(upR)
 			sc.Buffer(nil, 16<<20)
 			for sc.Scan() {
 				mu.Lock()
-				out := script(sc.Bytes())
+				lines := script(sc.Bytes())
 				mu.Unlock()
-				for _, l := range out {
-					if _, err := downW.Write(append(append([]byte(nil), l...), '\n')); err != nil {
-						return
-					}
+				for _, l := range lines {
+					out.push(append(append([]byte(nil), l...), '\n'))
+				}
+			}
+		}()
+		go func() {
+			defer downW.Close()
+			for {
+				l, ok := out.pop()
+				if !ok {
+					return
+				}
+				if _, err := downW.Write(l); err != nil {
+					upR.Close() // the client is gone: stop reading too
+					return
 				}
 			}
 		}()
 		return &mcp.IOTransport{Reader: downR, Writer: upW}, nil
 	}
+}
+
+// queue is an unbounded FIFO of lines.
+type queue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	items  [][]byte
+	closed bool
+}
+
+func newQueue() *queue {
+	q := &queue{}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *queue) push(b []byte) {
+	q.mu.Lock()
+	q.items = append(q.items, b)
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+func (q *queue) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// pop returns the next line, waiting for one; false once the queue is
+// closed and empty.
+func (q *queue) pop() ([]byte, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 && !q.closed {
+		q.cond.Wait()
+	}
+	if len(q.items) == 0 {
+		return nil, false
+	}
+	b := q.items[0]
+	q.items = q.items[1:]
+	return b, true
 }
 
 // Incoming is a line a script reads, decoded loosely: a request has a

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
@@ -137,12 +139,18 @@ func (r *Relay) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 			}
 		})
 	}
+	// Added last, so it runs first: before go-sdk's own handlers, some of
+	// which read params the upstream may leave out.
+	client.AddReceivingMiddleware(requireParams)
 	t, err := r.opts.Connect(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
 	}
+	mayMux := muxable(t)
+	// The guard comes first, so that the mux's own calls are guarded too.
+	t = guard(t)
 	var mt *muxTransport
-	if muxable(t) {
+	if mayMux {
 		mt = &muxTransport{inner: t}
 		t = mt
 	}
@@ -164,6 +172,28 @@ func (r *Relay) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 		close(c.closed)
 	}()
 	return c, nil
+}
+
+// requireParams is a client receiving middleware that refuses a request,
+// and drops a notification, that the upstream sent without the params its
+// handling reads: go-sdk lets them through for elicitation/create,
+// resources/updated and elicitation/complete, and then dereferences them
+// (an upstream could crash the proxy with one line).
+func requireParams(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "ping", "roots/list", "notifications/cancelled", "notifications/subscriptions/acknowledged",
+			"notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+			return next(ctx, method, req) // nothing reads their params
+		}
+		if p := req.GetParams(); p == nil || reflect.ValueOf(p).IsNil() {
+			if strings.HasPrefix(method, "notifications/") {
+				return nil, nil
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: missing params", method)}
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // relayed returns the capabilities a connection declares to the upstream for

@@ -70,6 +70,17 @@
 //     is still connecting is announced downstream once the server exists;
 //     a resource update from then is dropped (no client can have
 //     subscribed). TestProxyListChangedDuringStart.
+//   - Malformed upstream messages. A request or notification the upstream
+//     sends without the params its handling reads is refused (invalid
+//     params) or dropped, and a result with a null input request (go-sdk
+//     v1.8.0's decoder dereferences both) becomes a JSON-RPC error before
+//     go-sdk decodes it, over stdio and streamable HTTP (JSON bodies and
+//     event streams). TestRelayUpstreamMissingParams,
+//     TestRelayMalformedUpstreamResult; FuzzProxyMessages drives the proxy
+//     with random JSON-RPC from the client and the upstream.
+//   - Close ends what is in flight. Requests waiting on the upstream are
+//     cancelled when Close is called, so an upstream that never answers
+//     cannot keep Close from returning. TestRelayCloseWithCallInFlight.
 //   - The seam: Options.Receiving runs before the relay, Options.Listed
 //     decides tools/list, and Options.CallTool sees every tools/call round;
 //     a round it does not forward never reaches the upstream.

@@ -17,6 +17,12 @@ import (
 // notifications); tools/call goes through Options.CallTool.
 func (r *Relay) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		// A request in flight upstream ends when the relay closes: go-sdk's
+		// Close waits for every call in flight, and one the upstream never
+		// answers would keep it from returning.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(r.life, cancel)()
 		ss, _ := req.GetSession().(*mcp.ServerSession)
 		switch method {
 		case "initialize":
@@ -32,7 +38,8 @@ func (r *Relay) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			// session's level would be every session's, and log messages
 			// are not relayed there.)
 			//lint:ignore SA1019 logging (deprecated by SEP-2577) is still relayed to older-era clients
-			if c, params := r.conn(ss), req.GetParams().(*mcp.SetLoggingLevelParams); c.down != nil && !c.modern() {
+			params, ok := req.GetParams().(*mcp.SetLoggingLevelParams)
+			if c := r.conn(ss); ok && params != nil && c.down != nil && !c.modern() {
 				//lint:ignore SA1019 logging (deprecated by SEP-2577) is still relayed to older-era clients
 				if err := c.cs.SetLoggingLevel(ctx, params); err != nil {
 					return nil, upstreamError(err)

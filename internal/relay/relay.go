@@ -68,6 +68,8 @@ type Upstream interface {
 // A Relay is a downstream MCP server whose requests one upstream server
 // answers.
 type Relay struct {
+	life     context.Context    // ends when Close is called
+	end      context.CancelFunc // ends life
 	opts     Options
 	log      *slog.Logger
 	server   *mcp.Server
@@ -106,7 +108,10 @@ func New(ctx context.Context, opts Options) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
+	life, end := context.WithCancel(context.Background())
 	r := &Relay{
+		life:     life,
+		end:      end,
 		opts:     opts,
 		log:      opts.Logger,
 		marks:    marks,
@@ -156,6 +161,7 @@ func (r *Relay) Upstream(ctx context.Context, ss *mcp.ServerSession) (Upstream, 
 
 // Close disconnects from the upstream (every connection).
 func (r *Relay) Close() error {
+	r.end() // ends the requests in flight upstream
 	r.mu.Lock()
 	r.closing = true
 	conns := []*conn{r.shared}
