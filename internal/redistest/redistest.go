@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,6 +71,24 @@ func (s *Server) Stop() {
 	s.cmd.Process.Kill()
 	s.cmd.Wait()
 	s.cmd = nil
+}
+
+// Pause stops the server's process (SIGSTOP) without killing it: it
+// neither answers nor reads what its primary sends, as a stalled or
+// partitioned replica; its connections stay open. Resume continues it;
+// Stop kills it either way.
+func (s *Server) Pause() {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// Resume continues a server stopped by [Server.Pause].
+func (s *Server) Resume() {
+	if s.cmd != nil {
+		s.cmd.Process.Signal(syscall.SIGCONT)
+	}
 }
 
 // Port is the server's port.

@@ -32,9 +32,14 @@ var ErrNotDurable = errors.New("redisledger: the Redis server can bring a spent 
 //   - appendonly yes with appendfsync everysec (the default) or no: a crash
 //     of the machine loses up to a second (everysec) or what the kernel had
 //     not written (no) of acknowledged Spends. Refused.
-//   - connected replicas: replication is asynchronous and this store does
-//     not WAIT, so a failover to a replica that had not yet received a
-//     Spend makes it pending there. Refused.
+//   - connected replicas: replication is asynchronous, so a failover to a
+//     replica that had not yet received a Spend makes it pending there.
+//     Refused, unless the store waits for every connected replica
+//     ([Options.Replicas] at least as many as are connected): then each
+//     replica holds every write before it is acted on or answered. A
+//     store that waits for more replicas than are connected would fail
+//     every write: that is an error too (not ErrNotDurable: no setting
+//     accepts it).
 //   - this server is itself a replica: its data is a late copy. Refused.
 //
 // What it cannot see: an RDB file left in the data directory by an earlier
@@ -64,6 +69,10 @@ func (s *Store) CheckDurability(ctx context.Context) error {
 		return fmt.Errorf("%w: cannot read its replication state (INFO replication: %v)", ErrNotDurable, err)
 	}
 	c.role, c.replicas = replication(info)
+	c.waitFor = s.replicas
+	if c.role == "master" && c.waitFor > c.replicas {
+		return fmt.Errorf("redisledger: the store waits for %d replica(s) (Replicas), but %d are connected: every write would fail", c.waitFor, c.replicas)
+	}
 	if risks := c.risks(); len(risks) > 0 {
 		return fmt.Errorf("%w: %s", ErrNotDurable, strings.Join(risks, "; "))
 	}
@@ -75,6 +84,7 @@ type redisConfig struct {
 	save, appendonly, appendfsync string
 	role                          string // "master" or "slave"
 	replicas                      int
+	waitFor                       int // Options.Replicas: the replicas each write waits for
 }
 
 // risks names every setting of c that can undo a Spend.
@@ -90,8 +100,10 @@ func (c redisConfig) risks() []string {
 	switch {
 	case c.role != "master":
 		r = append(r, fmt.Sprintf("the server is a replica (role:%s): its data is an asynchronous copy (point the ledger at the primary)", c.role))
-	case c.replicas > 0:
-		r = append(r, fmt.Sprintf("%d connected replica(s): replication is asynchronous and this store does not WAIT, so a failover to a replica that had not received a Spend makes it pending again", c.replicas))
+	case c.replicas > 0 && c.waitFor == 0:
+		r = append(r, fmt.Sprintf("%d connected replica(s): replication is asynchronous and this store does not WAIT, so a failover to a replica that had not received a Spend makes it pending again (set replicas=%d in the URL)", c.replicas, c.replicas))
+	case c.replicas > c.waitFor:
+		r = append(r, fmt.Sprintf("%d connected replica(s), and each write waits for %d: a failover to one that had not received a Spend makes it pending again (set replicas=%d in the URL)", c.replicas, c.waitFor, c.replicas))
 	}
 	return r
 }

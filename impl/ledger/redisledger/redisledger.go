@@ -72,12 +72,50 @@
 // back instead of [ledger.ErrExists], an answer from the record,
 // [ledger.ErrDone] or [ledger.ErrDecided].
 //
+// # Replicas and failover
+//
+// Redis replication is asynchronous: a primary acknowledges a write before
+// any replica has it, and a failover to a replica that had not received a
+// Spend makes the confirmation pending there, redeemable a second time.
+// With [Options.Replicas] = N (replicas=N in the URL), every call that
+// writes — Add, Spend, Complete, Decide — is followed, in the same round
+// trip on the same connection, by WAIT N: the call answers only once N
+// replicas acknowledged everything the primary had applied when its
+// script ran (on Redis 7.0, what it read as well as what it wrote: a
+// retry answered from a record another server replica wrote gets its
+// answer only once that record is on N replicas). A Spend is
+// acted on only after N replicas hold it, and a retry is told an outcome
+// only after N replicas hold it. If fewer acknowledge within
+// [Options.ReplicaTimeout], the call fails with [ErrNotReplicated]: its
+// outcome is unknown, the caller does not act, and the confirmation is
+// in doubt — a retry is answered from the record (in progress, then in
+// doubt once its lease ends), or, if a failover lost the unacknowledged
+// Spend, finds it pending and may redeem it, once: the first Spend was
+// never acted on. A redis-sentinel:// URL ([Open]) follows failovers
+// with go-redis's failover client. TestRedisFailover (linearizability)
+// kills the primary of a primary, a replica and three Sentinels while
+// approvals are redeemed and acted on, and retries every approval
+// through the promoted replica: none acts twice, and porcupine finds the
+// history linearizable across the failover; its control, without WAIT,
+// acts twice.
+//
+// What WAIT does not give: WAIT is not consensus. It counts replicas that
+// received a write; Sentinel promotes the replica with the most data it
+// can reach, but if every replica that acknowledged is down too, it may
+// promote one that did not. Wait for every replica (CheckDurability
+// refuses fewer): then whichever is promoted holds every acknowledged
+// write. A primary cut off from its replicas and clients that still reach
+// it (a partition) applies writes no replica acknowledges: those calls
+// fail, closed, and are lost when it rejoins as a replica. Lookup does not
+// WAIT: an approval page may show a decision a failover then loses.
+// Redis Cluster is not supported with Replicas (WAIT would reach another
+// node than the script).
+//
 // # What it does not guarantee
 //
-// At-most-once holds only while Redis keeps every acknowledged write. Redis
-// replication is asynchronous: if the primary fails over to a replica that
-// had not yet received a Spend, the entry is pending again there and can be
-// redeemed a second time. Restoring an RDB snapshot or an AOF older than the
+// At-most-once holds only while Redis keeps every acknowledged write:
+// without Replicas, a failover to a replica loses the writes it had not
+// received (above). Restoring an RDB snapshot or an AOF older than the
 // last Spend does the same. Run a single primary, or persistence with
 // appendfsync always, or no persistence at all (a restarted Redis forgets
 // every confirmation, and forgotten confirmations are refused as unknown:
@@ -85,7 +123,9 @@
 // Losing keys to eviction (maxmemory) is safe in the same way. The
 // scripts read Redis's wall clock: set back by more than a lease, it would
 // see a lease not yet ended that it had seen ended — except that the
-// first script to see it ended writes so.
+// first script to see it ended writes so. After a failover they read the
+// promoted replica's clock: a skew between the two machines moves expiry
+// and leases by the skew.
 //
 // Memory: every Add costs one string that lives until Expires+Grace (MEMORY
 // USAGE reports 264 bytes for the default namespace and short fields, on
@@ -155,7 +195,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,6 +225,20 @@ type Options struct {
 	// starve the others: Add fails with [ledger.ErrFull] beyond it.
 	// Default [ledger.DefaultMaxPendingPerPrincipal].
 	MaxPendingPerPrincipal int
+	// Replicas, if positive, is how many replicas must acknowledge every
+	// write (Redis's WAIT) before Add, Spend, Complete or Decide answers:
+	// a Spend is acted on, and a retry told an outcome, only once that
+	// many replicas hold it, so that a failover to one of them cannot
+	// make a spent confirmation pending again. A write they do not
+	// acknowledge within ReplicaTimeout fails with [ErrNotReplicated]:
+	// its outcome is unknown, and nothing is acted on. Zero (the
+	// default): no WAIT, for a server without replicas. It needs a
+	// *redis.Client (one server, or Sentinel's failover client): a Redis
+	// Cluster client is refused. See the package doc.
+	Replicas int
+	// ReplicaTimeout is how long each write waits for Replicas
+	// acknowledgements. Default [DefaultReplicaTimeout].
+	ReplicaTimeout time.Duration
 }
 
 // Defaults of [Options].
@@ -219,6 +272,10 @@ type Store struct {
 	maxArg     any // maxPending, boxed once rather than on every Add
 	maxPer     int
 	maxPerArg  any // maxPer, boxed once
+	// replicas and replicaTimeout are Options.Replicas and
+	// Options.ReplicaTimeout (see run).
+	replicas       int
+	replicaTimeout time.Duration
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -239,6 +296,9 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 	if opts.MaxPendingPerPrincipal < 0 {
 		return nil, fmt.Errorf("redisledger: negative MaxPendingPerPrincipal %d", opts.MaxPendingPerPrincipal)
 	}
+	if err := checkReplicas(client, opts); err != nil {
+		return nil, err
+	}
 	s := &Store{client: client, ns: opts.Namespace, grace: opts.Grace, maxPending: opts.MaxPending, maxPer: opts.MaxPendingPerPrincipal}
 	if s.ns == "" {
 		s.ns = DefaultNamespace
@@ -254,21 +314,42 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 	}
 	s.entries, s.records, s.pendingKey, s.principals = s.ns+"c4:", s.ns+"r4:", s.ns+"pending", s.ns+"u:"
 	s.decisions = s.ns + "d4:"
+	s.replicas, s.replicaTimeout = opts.Replicas, opts.ReplicaTimeout
+	if s.replicas > 0 && s.replicaTimeout == 0 {
+		s.replicaTimeout = DefaultReplicaTimeout
+	}
 	s.maxArg, s.maxPerArg, s.graceArg = s.maxPending, s.maxPer, ceilDuration(s.grace, time.Millisecond)
 	return s, nil
 }
 
-// Open connects to the Redis server at rawURL (redis://, rediss:// or
-// unix://, as [redis.ParseURL] reads it), checks that it answers, and
-// returns a store that owns the connection pool. Commands honour context
-// deadlines. Errors name the server but never the URL's password.
+// Open connects to the Redis server rawURL names, checks that it answers,
+// and returns a store that owns the connection pool. Commands honour
+// context deadlines. Errors name the server but never the URL's password.
+//
+// rawURL is redis://, rediss:// or unix://, as [redis.ParseURL] reads it,
+// or redis-sentinel:// for a primary that Sentinel fails over:
+//
+//	redis-sentinel://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...]/PRIMARY[/DB][?...]
+//
+// names the Sentinels (their addresses, comma-separated) and the name
+// they monitor the primary under; USER and PASSWORD are the Redis
+// servers' (the Sentinels' own, if any, are the sentinel_username and
+// sentinel_password parameters). The store then follows failovers with
+// go-redis's failover client ([redis.NewFailoverClient]): it asks the
+// Sentinels where the primary is, and moves to the replica they
+// promote. Its other parameters are go-redis's ([redis.ParseFailoverURL]:
+// dial_timeout, read_timeout, ...); TLS to Sentinels is not supported.
+//
+// In every scheme, two parameters are the store's own: replicas=N sets
+// [Options.Replicas] (every write waits for N replicas' acknowledgement,
+// Redis's WAIT) and wait=DURATION [Options.ReplicaTimeout] (e.g. 500ms).
+// A value set both in the URL and in opts must agree.
 func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
-	ropts, err := redis.ParseURL(rawURL)
+	tg, opts, err := parseURL(rawURL, opts)
 	if err != nil {
-		return nil, fmt.Errorf("redisledger: %s", parseError(rawURL, err))
+		return nil, err
 	}
-	ropts.ContextTimeoutEnabled = true
-	client := redis.NewClient(ropts)
+	client := tg.client
 	s, err := New(client, opts)
 	if err != nil {
 		client.Close()
@@ -279,20 +360,20 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 		client.Close()
 		// The error text of a failed AUTH or dial names the server, never
 		// the password, but scrub it anyway: errors end up in logs.
-		msg := redact.Scrub(err.Error(), ropts.Password)
+		msg := redact.Scrub(err.Error(), tg.secrets...)
 		if msg != err.Error() {
-			return nil, fmt.Errorf("redisledger: connect to %s: %s", ropts.Addr, msg)
+			return nil, fmt.Errorf("redisledger: connect to %s: %s", tg.server, msg)
 		}
-		return nil, fmt.Errorf("redisledger: connect to %s: %w", ropts.Addr, err)
+		return nil, fmt.Errorf("redisledger: connect to %s: %w", tg.server, err)
 	}
 	info, err := client.Info(ctx, "server").Result()
 	if err != nil {
 		client.Close()
-		return nil, fmt.Errorf("redisledger: connect to %s: INFO: %w", ropts.Addr, err)
+		return nil, fmt.Errorf("redisledger: connect to %s: INFO: %w", tg.server, err)
 	}
 	if v, ok := supported(info); !ok {
 		client.Close()
-		return nil, fmt.Errorf("redisledger: %s runs Redis %q: this store needs 7.0 or later (SET NX GET, PEXPIREAT GT)", ropts.Addr, v)
+		return nil, fmt.Errorf("redisledger: %s runs Redis %q: this store needs 7.0 or later (SET NX GET, PEXPIREAT GT)", tg.server, v)
 	}
 	return s, nil
 }
@@ -309,16 +390,6 @@ func supported(info string) (version string, ok bool) {
 		}
 	}
 	return "", false
-}
-
-// parseError describes why rawURL did not parse without echoing it: a
-// *url.Error quotes the whole URL, password included, and the reasons
-// quote parts of it.
-func parseError(rawURL string, err error) string {
-	if ue, ok := errors.AsType[*url.Error](err); ok {
-		err = ue.Err
-	}
-	return "invalid URL (not shown): " + redact.Scrub(err.Error(), redact.URLPasswords(rawURL)...)
 }
 
 // Close makes every later call fail, and closes the client if [Open] made
@@ -606,7 +677,7 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 // add stores v, the value encode made of c.
 func (s *Store) add(ctx context.Context, c ledger.Confirmation, v []byte) error {
 	entry, record, _ := s.keys(c.ID)
-	res, err := addScript.Run(ctx, s.client, []string{entry, s.pendingKey, record, s.principalKey(c.Principal)},
+	res, err := s.run(ctx, addScript, []string{entry, s.pendingKey, record, s.principalKey(c.Principal)},
 		v, keyDeadline(c.Expires.Add(s.grace)), keyDeadline(c.Expires), s.maxArg, s.maxPerArg).Int64()
 	if err != nil {
 		return s.callError("add", c.ID, err)
@@ -650,7 +721,7 @@ func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 	}
 	entry, record, _ := s.keys(id)
 	// A lease under a microsecond is one: the script's clock is in them.
-	reply, err := spendScript.Run(ctx, s.client, []string{entry, record, s.pendingKey, s.decisionsKey(id)},
+	reply, err := s.run(ctx, spendScript, []string{entry, record, s.pendingKey, s.decisionsKey(id)},
 		marker[:], max(ceilDuration(lease, time.Microsecond), 1), s.graceArg).Slice()
 	if err != nil {
 		return ledger.Record{}, s.callError("spend", id, err)
@@ -733,7 +804,7 @@ func (s *Store) complete(ctx context.Context, id ledger.ID, o ledger.Outcome, no
 	}
 	entry, record, _ := s.keys(id)
 	state := [...]byte{ledger.OutcomeDone: stateDone, ledger.OutcomeFailed: stateFailed, ledger.OutcomeUnknown: stateInDoubt}[o.Kind]
-	reply, err := completeScript.Run(ctx, s.client, []string{entry, record, s.decisionsKey(id)}, []byte{state}, nonce[:], b).Slice()
+	reply, err := s.run(ctx, completeScript, []string{entry, record, s.decisionsKey(id)}, []byte{state}, nonce[:], b).Slice()
 	if err != nil {
 		return s.callError("complete", id, err)
 	}
@@ -850,7 +921,7 @@ func (s *Store) decide(ctx context.Context, id ledger.ID, c ledger.Confirmation,
 	var decline [1 + nonceLen]byte
 	decline[0] = stateCancelled
 	rand.Read(decline[1:])
-	reply, err := decideScript.Run(ctx, s.client, []string{entry, record, s.decisionsKey(id), s.pendingKey},
+	reply, err := s.run(ctx, decideScript, []string{entry, record, s.decisionsKey(id), s.pendingKey},
 		addNonce, field, sign, nonce[:], keyDeadline(c.Expires.Add(s.grace)), decline[:]).Slice()
 	if err != nil {
 		return ledger.Record{}, s.callError("decide", id, err)

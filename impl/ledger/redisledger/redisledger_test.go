@@ -318,6 +318,17 @@ func TestOpenErrors(t *testing.T) {
 		{Name: "bad port", URL: "redis://user:" + pw + "@localhost:" + pw + "/0", Want: "invalid URL"},
 		{Name: "bad database", URL: "redis://user:" + pw + "@127.0.0.1:6379/" + pw, Want: "invalid URL"},
 		{Name: "bad scheme", URL: "http://user:" + pw + "@127.0.0.1:6379/0", Want: "invalid URL"},
+		{Name: "bad replicas", URL: "redis://user:" + pw + "@127.0.0.1:6379/0?replicas=" + pw, Want: "replicas="},
+		{Name: "negative replicas", URL: "redis://user:" + pw + "@127.0.0.1:6379/0?replicas=-1", Want: "replicas="},
+		{Name: "bad wait", URL: "redis://user:" + pw + "@127.0.0.1:6379/0?replicas=1&wait=1", Want: "want a positive duration"},
+		{Name: "wait without replicas", URL: "redis://user:" + pw + "@127.0.0.1:6379/0?wait=1s", Want: "without Replicas"},
+		{Name: "wait under a millisecond", URL: "redis://user:" + pw + "@127.0.0.1:6379/0?replicas=1&wait=10us", Want: "WAIT counts in milliseconds"},
+		{Name: "sentinels unreachable", URL: "redis-sentinel://user:" + pw + "@" + closed + "," + closed + "/mymaster?replicas=1", Want: "Sentinels " + closed + "," + closed},
+		{Name: "sentinel without primary", URL: "redis-sentinel://user:" + pw + "@127.0.0.1:26379", Want: "the primary's name"},
+		{Name: "sentinel bad address", URL: "redis-sentinel://user:" + pw + "@127.0.0.1/mymaster", Want: "want host:port"},
+		{Name: "sentinel bad database", URL: "redis-sentinel://user:" + pw + "@127.0.0.1:26379/mymaster/" + pw, Want: "invalid URL"},
+		{Name: "sentinel unknown option", URL: "redis-sentinel://user:" + pw + "@127.0.0.1:26379/mymaster?" + pw + "=1", Want: "unexpected option"},
+		{Name: "sentinel password", URL: "redis-sentinel://127.0.0.1:26379,:/mymaster?sentinel_password=" + pw, Want: "want host:port"},
 	}
 	if u := os.Getenv(urlEnv); u != "" {
 		// A password the server does not accept.

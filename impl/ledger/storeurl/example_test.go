@@ -35,5 +35,5 @@ func ExampleOpen() {
 	fmt.Println(errors.Is(err, storeurl.ErrUnsupported), err)
 	// Output:
 	// redeemed: true
-	// true unsupported ledger URL: scheme "mysql" (want memory:, redis://, rediss://, unix:// or postgres://)
+	// true unsupported ledger URL: scheme "mysql" (want memory:, redis://, rediss://, unix://, redis-sentinel:// or postgres://)
 }

@@ -1,8 +1,12 @@
 // Package storeurl opens the [ledger.Store] a URL names, as an operator
 // gives it to a confirming server: "memory:" (or ""), "redis://",
-// "rediss://" and "unix://" (Redis over TCP, TLS or a socket), and
-// "postgres://" or "postgresql://". Every replica of one service opens the
-// same URL under the same name.
+// "rediss://" and "unix://" (Redis over TCP, TLS or a socket),
+// "redis-sentinel://" (a Redis primary its Sentinels fail over; see
+// redisledger.Open for the syntax, and the replicas= and wait= parameters
+// that make every write wait for the replicas), and "postgres://" or
+// "postgresql://" (several hosts and target_session_attrs=read-write
+// follow a promoted standby, as pgx reads them). Every replica of one
+// service opens the same URL under the same name.
 //
 // # What it guarantees
 //
@@ -83,12 +87,12 @@ func parse(rawURL string) (scheme, error) {
 		return 0, fmt.Errorf("%w: not a URL", ErrUnsupported)
 	}
 	switch strings.ToLower(u.Scheme) {
-	case "redis", "rediss", "unix":
+	case "redis", "rediss", "unix", redisledger.SentinelScheme:
 		return redisStore, nil
 	case "postgres", "postgresql":
 		return postgresStore, nil
 	}
-	return 0, fmt.Errorf("%w: scheme %q (want memory:, redis://, rediss://, unix:// or postgres://)", ErrUnsupported, u.Scheme)
+	return 0, fmt.Errorf("%w: scheme %q (want memory:, redis://, rediss://, unix://, redis-sentinel:// or postgres://)", ErrUnsupported, u.Scheme)
 }
 
 // validName keeps a name usable as a Redis hash tag and a log field.

@@ -32,6 +32,9 @@ func TestCheck(t *testing.T) {
 		{"REDIS://127.0.0.1:6379/0", true},
 		{"rediss://u:pw@redis.example.com:6380/1", true},
 		{"unix:///run/redis.sock", true},
+		{"redis-sentinel://127.0.0.1:26379,127.0.0.1:26380/mymaster?replicas=1&wait=500ms", true},
+		{"redis://127.0.0.1:6379/0?replicas=1", true},
+		{"postgres://u@10.0.0.1:5432,10.0.0.2:5432/db?target_session_attrs=read-write", true},
 		{"postgres://u@127.0.0.1:5432/db", true},
 		{"postgresql://u@127.0.0.1:5432/db", true},
 		{"memory", false}, // no colon: a relative path, not the memory store
