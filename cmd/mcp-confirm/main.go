@@ -6,6 +6,7 @@
 //
 //	mcp-confirm --root DIR [--root DIR ...] [--http ADDR] [--key-file FILE] [--ttl 10m] [--ledger-file FILE]
 //	mcp-confirm keygen [FILE]
+//	mcp-confirm approvers add --key-file FILE --public-url URL NAME
 //	mcp-confirm proxy [flags] -- COMMAND [ARGS...]
 //	mcp-confirm --version
 //
@@ -91,6 +92,8 @@ Usage:
   mcp-confirm --root DIR [--root DIR ...] [flags]
   mcp-confirm keygen FILE      write a new key file for --key-file (owner-only)
   mcp-confirm keygen           print one new key line (to append when rotating)
+  mcp-confirm approvers add --key-file FILE --public-url URL NAME
+                               print a one-time link enrolling NAME's passkey
   mcp-confirm proxy --help     the confirming proxy for other MCP servers
   mcp-confirm --version        print the version (also after proxy or keygen)
 
@@ -151,6 +154,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if len(args) > 0 && args[0] == "keygen" {
 		return runKeygen(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "approvers" {
+		return runApprovers(args[1:], stdout, stderr)
 	}
 	c, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,8 +18,8 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 )
 
-// Options configures a [Handler]. Ledger, PublicURL, Key and the OIDC
-// issuer and client are required.
+// Options configures a [Handler]. Ledger, PublicURL, Key and a way to
+// sign in (OIDC, Passkeys, or both) are required.
 type Options struct {
 	// Ledger holds the confirmations the page shows and decides.
 	Ledger *ledger.Ledger
@@ -34,8 +35,12 @@ type Options struct {
 	// secret of the requestState key file's first key). Anyone who holds
 	// it can forge a session of any approver.
 	Key []byte
-	// OIDC is the approvers' sign-in.
+	// OIDC is the approvers' sign-in at an OpenID Connect issuer; an
+	// empty Issuer: none.
 	OIDC OIDC
+	// Passkeys, if set, lets approvers sign in with a passkey enrolled
+	// through [EnrolLink].
+	Passkeys *Passkeys
 	// SessionTTL is how long a sign-in lasts. Default 15 minutes.
 	SessionTTL time.Duration
 	// Now is the page's clock: what it shows as expired, and when
@@ -77,7 +82,8 @@ type Handler struct {
 	prefix     string // the path served: PublicURL's path + "/approve/"
 	secure     bool   // https: Secure and __Host- cookies
 	keys       keys
-	signIn     *signIn
+	signIn     *signIn   // nil: no OpenID Connect
+	passkeys   *passkeys // nil: no passkeys
 	sessionTTL time.Duration
 	now        func() time.Time
 	log        *slog.Logger
@@ -102,8 +108,18 @@ func New(ctx context.Context, opts Options) (*Handler, error) {
 		return nil, fmt.Errorf("approve: negative SessionTTL %v", opts.SessionTTL)
 	}
 	h := &Handler{ledger: opts.Ledger, base: base, origin: origin, secure: secure, keys: k,
-		sessionTTL: opts.SessionTTL, now: opts.Now, log: opts.Logger, csp: csp()}
+		sessionTTL: opts.SessionTTL, now: opts.Now, log: opts.Logger}
 	h.prefix = strings.TrimPrefix(base, origin) + "/approve/"
+	if opts.OIDC.Issuer == "" && opts.Passkeys == nil {
+		return nil, errors.New("approve: no way to sign in: configure OIDC, Passkeys, or both")
+	}
+	if opts.Passkeys != nil {
+		u, _ := url.Parse(origin)
+		if h.passkeys, err = newPasskeys(opts.Passkeys, origin, u.Hostname()); err != nil {
+			return nil, err
+		}
+	}
+	h.csp = csp(h.passkeys != nil, origin+h.prefix+scriptPath)
 	if h.sessionTTL == 0 {
 		h.sessionTTL = DefaultSessionTTL
 	}
@@ -113,8 +129,10 @@ func New(ctx context.Context, opts Options) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	if h.signIn, err = newSignIn(ctx, opts.OIDC, h.base+h.prefix+callbackPath); err != nil {
-		return nil, err
+	if opts.OIDC.Issuer != "" {
+		if h.signIn, err = newSignIn(ctx, opts.OIDC, h.base+h.prefix+callbackPath); err != nil {
+			return nil, err
+		}
 	}
 	return h, nil
 }
@@ -173,8 +191,10 @@ func (h *Handler) RedirectURL() string { return h.base + h.prefix + callbackPath
 
 // Paths under the prefix besides links.
 const (
-	callbackPath = "callback"
-	signInSuffix = "/signin"
+	callbackPath  = "callback"
+	signInSuffix  = "/signin"
+	scriptPath    = "passkey.js"
+	passkeySuffix = "/passkey/"
 )
 
 // ServeHTTP serves the page (GET and POST on a link), the sign-in
@@ -202,16 +222,36 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	post := r.Method == http.MethodPost
 	switch {
-	case rest == callbackPath && get:
+	case rest == callbackPath && get && h.signIn != nil:
 		h.callback(w, r)
-	case strings.HasSuffix(rest, signInSuffix) && get:
+	case strings.HasSuffix(rest, signInSuffix) && get && h.signIn != nil:
 		h.startSignIn(w, r, strings.TrimSuffix(rest, signInSuffix))
-	case strings.Contains(rest, "/") || rest == callbackPath:
+	case rest == scriptPath && get && h.passkeys != nil:
+		hd.Set("Content-Type", "text/javascript; charset=utf-8")
+		io.WriteString(w, script)
+	case strings.HasPrefix(rest, enrolPath) && get && !strings.Contains(rest[len(enrolPath):], "/"):
+		h.enrolPage(w, rest[len(enrolPath):])
+	case strings.HasPrefix(rest, enrolPath) && post:
+		token, step, _ := strings.Cut(rest[len(enrolPath):], "/")
+		if step != "begin" && step != "finish" {
+			h.render(w, http.StatusNotFound, page{Title: "Not found", Message: "There is nothing here."})
+			return
+		}
+		h.ceremonyStep(w, r, "enrol", token, step)
+	case strings.Contains(rest, passkeySuffix) && post:
+		link, step, _ := strings.Cut(rest, passkeySuffix)
+		if step != "begin" && step != "finish" {
+			h.render(w, http.StatusNotFound, page{Title: "Not found", Message: "There is nothing here."})
+			return
+		}
+		h.ceremonyStep(w, r, "signin", link, step)
+	case strings.Contains(rest, "/") || rest == callbackPath || rest == scriptPath:
 		h.render(w, http.StatusNotFound, page{Title: "Not found", Message: "There is nothing here."})
 	case get:
 		h.view(w, r, rest)
-	case r.Method == http.MethodPost:
+	case post:
 		h.decide(w, r, rest)
 	default:
 		hd.Set("Allow", "GET, HEAD, POST")
@@ -491,7 +531,15 @@ func (h *Handler) clearCookie(w http.ResponseWriter, purpose string) {
 // there is one: the page reloads itself once, from this site, which
 // sends it.
 func (h *Handler) askSignIn(w http.ResponseWriter, r *http.Request, link string, status int) {
-	p := page{Title: "Sign in to decide", Message: "Sign in to see this request and decide it.", SignIn: h.prefix + link + signInSuffix}
+	p := page{Title: "Sign in to decide", Message: "Sign in to see this request and decide it."}
+	if h.signIn != nil {
+		p.SignIn = h.prefix + link + signInSuffix
+	}
+	if h.passkeys != nil {
+		p.Passkey = &passkeyButton{Label: "Sign in with a passkey", Kind: "get",
+			Begin: h.prefix + link + passkeySuffix + "begin", Finish: h.prefix + link + passkeySuffix + "finish"}
+		p.Script = h.prefix + scriptPath
+	}
 	if status == http.StatusOK && r.Header.Get("Sec-Fetch-Site") == "cross-site" {
 		p.Refresh = h.prefix + link
 	}

@@ -2,6 +2,8 @@ package approve
 
 import (
 	"crypto/rand"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -118,6 +120,31 @@ func TestPublicURL(t *testing.T) {
 		}
 		if err != nil || base != c.base || origin != c.origin || secure != (c.in[:5] == "https") {
 			t.Errorf("checkPublicURL(%q) = %q, %q, %v, %v; want %q, %q", c.in, base, origin, secure, err, c.base, c.origin)
+		}
+	}
+}
+
+// TestPasskeysFileWritableRefused: a passkeys file that group or others
+// may write is refused, not read (anyone who can write it could plant a
+// passkey); the same file owner-only is read (the control).
+func TestPasskeysFileWritableRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "passkeys")
+	if err := os.WriteFile(file, []byte(`{"name":"mallory","handle":"AA==","enrolment":"AA==","credential":{}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &passkeys{file: file}
+	if all, err := p.load(); err != nil || len(all) != 1 {
+		t.Fatalf("control: owner-only file: %d passkeys, %v", len(all), err)
+	}
+	for _, mode := range []os.FileMode{0o620, 0o602, 0o666} {
+		if err := os.Chmod(file, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.load(); err == nil {
+			t.Errorf("mode %v: read", mode)
+		}
+		if err := p.add(passkey{Name: "x", Enrolment: []byte{1}}); err == nil {
+			t.Errorf("mode %v: a passkey added", mode)
 		}
 	}
 }

@@ -34,6 +34,15 @@
 // the requester. The session is a cookie sealed with AES-256-GCM under a
 // key derived from [Options.Key], for [Options.SessionTTL].
 //
+// Or, with [Options.Passkeys], approvers sign in with a passkey: WebAuthn
+// (github.com/go-webauthn/webauthn), a discoverable credential with user
+// verification required, enrolled through a one-time link that
+// [EnrolLink] makes (`mcp-confirm approvers add` prints it) and kept in
+// Passkeys.File; the approver is [PasskeyPrefix] + the name it was
+// enrolled as. The passkey ceremonies are the one place the page runs a
+// script: its own, served at the prefix's passkey.js, the only script its
+// CSP allows, fetching from this origin only.
+//
 // The handler never reads the Authorization header: the MCP caller's
 // bearer token, which a prompt-injected agent holds, is not a sign-in,
 // and a request that carries only it is treated as signed out.
@@ -72,7 +81,8 @@
 //     the same Key and store: the handler keeps nothing between requests.
 //
 // TestApproveInChromium drives the whole way in a real Chromium against a
-// real OpenID Connect provider; docs/guarantees.md names the attack tests
+// real OpenID Connect provider, TestApprovePasskeyInChromium with a
+// passkey of Chromium's virtual authenticator; docs/guarantees.md names the attack tests
 // (TestApproveCallerTokenCannotApprove, TestApproveCrossSiteRefused,
 // TestApprovePageNotFramable, TestApprovePageHonest and the rest).
 //
@@ -88,6 +98,13 @@
 //     issuer disables the account meanwhile. Groups are those of the ID
 //     token at sign-in, and a session too large for a cookie (about a
 //     hundred long group names) is refused.
+//   - For passkeys: that the passkeys file is honest (whoever can write
+//     it adds a passkey; the page refuses it if group or others may
+//     write it); that an enrolment link reaches only its person (whoever
+//     opens it first enrols, once); clone detection (signature counters
+//     are not updated); removal (delete the passkey's line from the file).
+//     One person enrolled under two names, or with a passkey and a
+//     subject, counts as two approvers: list each person once.
 //   - Rate limits: the front door's limits apply.
 //   - Key rotation: one Key; changing it ends every session and link.
 package approve

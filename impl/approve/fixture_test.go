@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -40,6 +41,8 @@ type fixture struct {
 	public    string // the front door's base URL
 	issuer    *approvetest.Issuer
 	transport http.RoundTripper // nil: the default; over TLS, one that trusts the front door
+	key       []byte            // the pages' Options.Key
+	passkeys  string            // the passkeys file, with fixtureOptions.passkeys
 }
 
 type replica struct {
@@ -54,6 +57,10 @@ type fixtureOptions struct {
 	also   func(*http.ServeMux, *fixture)  // more of the front door
 	stores []ledger.Store                  // one per replica; default one in-memory store
 	tls    bool                            // serve https (httptest's certificate)
+	// passkeys lets approvers sign in with passkeys too; the page is then
+	// at http://localhost:PORT (WebAuthn refuses an IP address as the
+	// relying party's ID).
+	passkeys bool
 }
 
 func newFixture(t *testing.T, o fixtureOptions) *fixture {
@@ -69,13 +76,22 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		scheme = "https://"
 	}
 	public := scheme + front.Listener.Addr().String()
+	var pk *approve.Passkeys
+	if o.passkeys {
+		public = strings.Replace(public, "127.0.0.1", "localhost", 1)
+		pk = &approve.Passkeys{File: filepath.Join(t.TempDir(), "passkeys")}
+	}
 	f := &fixture{public: public}
+	if pk != nil {
+		f.passkeys = pk.File
+	}
 	f.issuer = approvetest.StartIssuer(t, public+"/approve/callback", accounts)
 	if len(o.stores) == 0 {
 		o.stores = []ledger.Store{ledger.NewMemory(ledger.MemoryOptions{Now: o.now})}
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
+	f.key = key
 	f.replicas = make([]replica, len(o.stores))
 	for i, store := range o.stores {
 		r := &f.replicas[i]
@@ -85,7 +101,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		r.h, err = approve.New(ctx, approve.Options{
-			Ledger: r.ledger, PublicURL: public, Key: key, Now: o.now,
+			Ledger: r.ledger, PublicURL: public, Key: key, Now: o.now, Passkeys: pk,
 			OIDC: approve.OIDC{Issuer: f.issuer.URL, ClientID: approvetest.ClientID, ClientSecret: approvetest.ClientSecret,
 				GroupsClaim: "groups", Scopes: []string{"groups"}, AllowHTTPIssuer: true},
 		})

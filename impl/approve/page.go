@@ -28,6 +28,14 @@ type page struct {
 	Form      bool
 	Action    string
 	Token     string
+	Passkey   *passkeyButton // a passkey ceremony's button
+	Script    string         // the page's script, for Passkey
+}
+
+// passkeyButton starts a WebAuthn ceremony (the script's): Kind "create"
+// or "get", its options from Begin, its answer to Finish.
+type passkeyButton struct {
+	Label, Kind, Begin, Finish string
 }
 
 type decisionView struct {
@@ -45,14 +53,50 @@ const style = `body{font:16px/1.5 system-ui,sans-serif;max-width:42em;margin:2em
 button{font-size:1.1em;padding:.4em 1.2em;margin-right:1em}
 .small{color:#555;font-size:.9em}`
 
-// csp is the page's Content-Security-Policy: nothing is loaded or run,
-// the one inline style is allowed by its hash, forms post only here,
-// and no page may frame it.
-func csp() string {
+// csp is the page's Content-Security-Policy: nothing is loaded or run
+// (but, with passkeys, the page's one script, by its URL, which fetches
+// only from this origin), the one inline style is allowed by its hash,
+// forms post only here, and no page may frame it.
+func csp(passkeys bool, script string) string {
 	sum := sha256.Sum256([]byte(style))
-	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; " +
+	p := "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; " +
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	if passkeys {
+		p += "; script-src " + script + "; connect-src 'self'"
+	}
+	return p
 }
+
+// script runs the passkey ceremonies (WebAuthn Level 3's JSON forms): the
+// options from the button's begin URL, the browser's answer to its
+// finish URL.
+const script = `"use strict";
+const button = document.getElementById("passkey");
+const status = document.getElementById("passkey-status");
+async function post(url, body) {
+  const res = await fetch(url, {method: "POST", credentials: "same-origin",
+    headers: {"Content-Type": "application/json"}, body: JSON.stringify(body || {})});
+  const out = await res.json();
+  if (!res.ok) throw new Error(out.error || res.statusText);
+  return out;
+}
+button.addEventListener("click", async () => {
+  button.disabled = true;
+  status.textContent = "Waiting for your passkey…";
+  try {
+    const options = await post(button.dataset.begin);
+    const cred = button.dataset.kind === "create"
+      ? await navigator.credentials.create({publicKey: PublicKeyCredential.parseCreationOptionsFromJSON(options.publicKey)})
+      : await navigator.credentials.get({publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options.publicKey)});
+    const out = await post(button.dataset.finish, cred.toJSON());
+    if (out.redirect) { location.assign(out.redirect); return; }
+    status.textContent = out.message;
+  } catch (e) {
+    status.textContent = "Failed: " + e.message;
+    button.disabled = false;
+  }
+});
+`
 
 // tmpl renders every page. The question is rendered from its segments:
 // text is escaped by html/template, each isolate is a <bdi>.
@@ -66,6 +110,8 @@ var tmpl = template.Must(template.New("page").Parse(`{{define "segs"}}{{range .}
 <h1>{{.Title}}</h1>
 {{with .Message}}<p id="message">{{.}}</p>{{end}}
 {{with .SignIn}}<p><a id="signin" href="{{.}}">Sign in</a></p>{{end}}
+{{with .Passkey}}<p><button id="passkey" type="button" data-kind="{{.Kind}}" data-begin="{{.Begin}}" data-finish="{{.Finish}}">{{.Label}}</button></p>
+<p id="passkey-status" role="status"></p>{{end}}
 {{with .Continue}}<p><a id="continue" href="{{.}}">Continue to the request</a></p>{{end}}
 {{with .Notice}}<p class="notice" id="notice">{{.}}</p>{{end}}
 {{if .Question}}
@@ -81,6 +127,7 @@ var tmpl = template.Must(template.New("page").Parse(`{{define "segs"}}{{range .}
 <button id="decline" type="submit" name="decision" value="decline">Decline</button>
 </form>{{end}}
 {{end}}
+{{with .Script}}<script src="{{.}}"></script>{{end}}
 </body></html>
 `))
 

@@ -1,0 +1,387 @@
+package approve
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/go-webauthn/webauthn/webauthn"
+	"golang.org/x/sys/unix"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+)
+
+// Passkeys configures the approvers' second way to sign in: a passkey
+// (WebAuthn, discoverable, user verification required), enrolled through a
+// one-time link ([EnrolLink]). An approver signed in with the passkey
+// enrolled as NAME is [PasskeyPrefix] + NAME.
+type Passkeys struct {
+	// File keeps the enrolled passkeys (their public keys, one JSON line
+	// each): the page creates it (mode 0600) and appends to it, and reads
+	// it at each passkey sign-in. Replicas must share it (one host, or a
+	// shared file system with working flock). It must not be writable by
+	// anyone but the server's user: whoever can write it can add a passkey.
+	File string
+	// DisplayName is the relying party's name authenticators show.
+	// Default "mcp-confirm".
+	DisplayName string
+}
+
+// PasskeyPrefix names approvers signed in with a passkey: "passkey:" +
+// the name it was enrolled as.
+const PasskeyPrefix = "passkey:"
+
+// Why go-webauthn: it is the maintained Go WebAuthn relying party (a
+// fork of duo-labs/webauthn, which it replaced), and it checks what a
+// hand-written verifier gets wrong: the client data's type, challenge
+// and origin, the RP ID hash, the user-present and user-verified flags,
+// the signature under the enrolled public key, and the attestation
+// formats.
+
+// maxEnrolName bounds a passkey's name.
+const maxEnrolName = 128
+
+// enrolment is what an enrolment link holds, sealed.
+type enrolment struct {
+	Name  string `json:"n"`
+	Nonce []byte `json:"x"` // one-time: recorded with the passkey it enrolled
+	Exp   int64  `json:"e"`
+}
+
+// purposeEnrol seals enrolment links; purposeCeremony the WebAuthn
+// ceremony in flight (its challenge).
+const (
+	purposeEnrol    = "enrol"
+	purposeCeremony = "ceremony"
+)
+
+// EnrolLink returns a link that enrols one passkey for the approver name,
+// once, before ttl has passed: for `mcp-confirm approvers add`. key and
+// publicURL are the page's [Options.Key] and [Options.PublicURL].
+// Whoever opens the link first enrols: send it to the person only.
+func EnrolLink(key []byte, publicURL, name string, ttl time.Duration) (string, error) {
+	if name == "" || len(name) > maxEnrolName || !utf8.ValidString(name) {
+		return "", fmt.Errorf("approve: passkey name of %d bytes: want 1 to %d of UTF-8", len(name), maxEnrolName)
+	}
+	if ttl <= 0 {
+		return "", fmt.Errorf("approve: enrolment TTL %v: want positive", ttl)
+	}
+	base, _, _, err := checkPublicURL(publicURL)
+	if err != nil {
+		return "", err
+	}
+	k, err := deriveKeys(key)
+	if err != nil {
+		return "", err
+	}
+	e := enrolment{Name: name, Nonce: make([]byte, 16), Exp: time.Now().Add(ttl).Unix()}
+	rand.Read(e.Nonce)
+	plain, _ := json.Marshal(e)
+	return base + "/approve/" + enrolPath + k.seal(purposeEnrol, plain), nil
+}
+
+// enrolPath is where enrolment links live under the prefix.
+const enrolPath = "enrol/"
+
+// A passkey is one enrolled credential, as a line of Passkeys.File.
+type passkey struct {
+	Name       string              `json:"name"`
+	Handle     []byte              `json:"handle"`    // the WebAuthn user handle: random per enrolment
+	Enrolment  []byte              `json:"enrolment"` // the nonce of the link that enrolled it
+	Credential webauthn.Credential `json:"credential"`
+}
+
+// passkeyUser is a webauthn.User: one enrolment's name, handle and
+// credential.
+type passkeyUser struct {
+	name   string
+	handle []byte
+	creds  []webauthn.Credential
+}
+
+func (u *passkeyUser) WebAuthnID() []byte                         { return u.handle }
+func (u *passkeyUser) WebAuthnName() string                       { return u.name }
+func (u *passkeyUser) WebAuthnDisplayName() string                { return u.name }
+func (u *passkeyUser) WebAuthnCredentials() []webauthn.Credential { return u.creds }
+
+// passkeys is the configured passkey sign-in.
+type passkeys struct {
+	wa   *webauthn.WebAuthn
+	file string
+	mu   sync.Mutex // with flock on the file: one enrolment at a time
+}
+
+func newPasskeys(p *Passkeys, origin, host string) (*passkeys, error) {
+	if p.File == "" {
+		return nil, errors.New("approve: passkeys: no file")
+	}
+	name := p.DisplayName
+	if name == "" {
+		name = "mcp-confirm"
+	}
+	wa, err := webauthn.New(&webauthn.Config{RPID: host, RPDisplayName: name, RPOrigins: []string{origin}})
+	if err != nil {
+		return nil, fmt.Errorf("approve: passkeys: %w", err)
+	}
+	return &passkeys{wa: wa, file: p.File}, nil
+}
+
+// load returns every enrolled passkey. A missing file holds none.
+func (p *passkeys) load() ([]passkey, error) {
+	f, err := os.Open(p.file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	// Planted passkeys: a file others can write lets them add one.
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 {
+		return nil, fmt.Errorf("approve: passkeys file %s: mode %v: group or others may write it", p.file, fi.Mode())
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, err
+	}
+	var all []passkey
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var k passkey
+		if err := json.Unmarshal(sc.Bytes(), &k); err != nil {
+			return nil, fmt.Errorf("approve: passkeys file %s: %w", p.file, err)
+		}
+		all = append(all, k)
+	}
+	return all, sc.Err()
+}
+
+// errEnrolled refuses a second use of an enrolment link.
+var errEnrolled = errors.New("approve: this enrolment link was used already")
+
+// add records k unless its enrolment nonce is recorded already: under a
+// lock on the file, so that of two replicas finishing the same link at
+// once, one enrols.
+func (p *passkeys) add(k passkey) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, err := os.OpenFile(p.file, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return err
+	}
+	all, err := p.load()
+	if err != nil {
+		return err
+	}
+	for _, o := range all {
+		if bytes.Equal(o.Enrolment, k.Enrolment) {
+			return errEnrolled
+		}
+	}
+	line, err := json.Marshal(k)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// used reports whether the enrolment nonce enrolled a passkey already.
+func (p *passkeys) used(nonce []byte) (bool, error) {
+	all, err := p.load()
+	for _, o := range all {
+		if bytes.Equal(o.Enrolment, nonce) {
+			return true, err
+		}
+	}
+	return false, err
+}
+
+// ceremony is a WebAuthn ceremony in flight, as its cookie holds it.
+type ceremony struct {
+	Session webauthn.SessionData `json:"s"`
+	Handle  []byte               `json:"h,omitempty"` // registration: the new user handle
+	Exp     int64                `json:"e"`
+}
+
+// ceremonyTTL bounds a ceremony from its options to its answer.
+const ceremonyTTL = 5 * time.Minute
+
+// maxCeremonyBody bounds a ceremony's answer (a credential's JSON).
+const maxCeremonyBody = 64 << 10
+
+// enrolment returns the enrolment a link's token holds, if it is valid
+// and unexpired.
+func (h *Handler) enrolment(token string) (enrolment, bool) {
+	var e enrolment
+	plain, err := h.keys.open(purposeEnrol, token)
+	if err != nil || json.Unmarshal(plain, &e) != nil || e.Name == "" || len(e.Nonce) != 16 || h.now().Unix() >= e.Exp {
+		return enrolment{}, false
+	}
+	return e, true
+}
+
+// enrolPage serves GET on an enrolment link.
+func (h *Handler) enrolPage(w http.ResponseWriter, token string) {
+	e, ok := h.enrolment(token)
+	if !ok || h.passkeys == nil {
+		h.render(w, http.StatusNotFound, page{Title: "No such enrolment", Message: "This enrolment link is invalid or has expired: ask for a new one."})
+		return
+	}
+	if used, err := h.passkeys.used(e.Nonce); err != nil || used {
+		h.render(w, http.StatusGone, page{Title: "Enrolment used", Message: "This enrolment link was used already: ask for a new one."})
+		return
+	}
+	h.render(w, http.StatusOK, page{Title: "Create a passkey", Message: "Create a passkey to approve requests as " + PasskeyPrefix + e.Name + ".",
+		Passkey: &passkeyButton{Label: "Create a passkey", Kind: "create", Begin: h.prefix + enrolPath + token + "/begin",
+			Finish: h.prefix + enrolPath + token + "/finish"}, Script: h.prefix + scriptPath})
+}
+
+// passkeyJSON answers a ceremony step with JSON.
+func passkeyJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// ceremonyStep serves the POSTs of the WebAuthn ceremonies: kind
+// "enrol" (token: the enrolment link's) or "signin" (token: the approval
+// link's), step "begin" or "finish".
+func (h *Handler) ceremonyStep(w http.ResponseWriter, r *http.Request, kind, token, step string) {
+	fail := func(status int, msg string, attrs ...any) {
+		h.log.Warn("approve: passkey refused: "+msg, attrs...)
+		passkeyJSON(w, status, map[string]string{"error": msg})
+	}
+	// Cross-site request forgery: a ceremony is begun and finished by
+	// this page's own script only.
+	if !h.sameOrigin(r) {
+		fail(http.StatusForbidden, "a passkey can only be used from this page itself")
+		return
+	}
+	if h.passkeys == nil {
+		fail(http.StatusNotFound, "passkeys are not configured")
+		return
+	}
+	var e enrolment
+	switch kind {
+	case "enrol":
+		var ok bool
+		if e, ok = h.enrolment(token); !ok {
+			fail(http.StatusNotFound, "this enrolment link is invalid or has expired")
+			return
+		}
+		if used, err := h.passkeys.used(e.Nonce); err != nil || used {
+			fail(http.StatusGone, "this enrolment link was used already")
+			return
+		}
+	default:
+		if _, ok := h.keys.parseLink(token); !ok {
+			fail(http.StatusNotFound, "no such request")
+			return
+		}
+	}
+	if step == "begin" {
+		var c ceremony
+		var opts any
+		var err error
+		var session *webauthn.SessionData
+		if kind == "enrol" {
+			c.Handle = make([]byte, 32)
+			rand.Read(c.Handle)
+			opts, session, err = h.passkeys.wa.BeginRegistration(&passkeyUser{name: e.Name, handle: c.Handle},
+				webauthn.WithAuthenticatorSelection(protocol.AuthenticatorSelection{
+					ResidentKey: protocol.ResidentKeyRequirementRequired, UserVerification: protocol.VerificationRequired}))
+		} else {
+			opts, session, err = h.passkeys.wa.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
+		}
+		if err != nil {
+			fail(http.StatusInternalServerError, "the ceremony could not begin", "err", err)
+			return
+		}
+		c.Session, c.Exp = *session, h.now().Add(ceremonyTTL).Unix()
+		if err := h.setCookie(w, purposeCeremony, c, ceremonyTTL); err != nil {
+			fail(http.StatusInternalServerError, "the ceremony could not begin", "err", err)
+			return
+		}
+		passkeyJSON(w, http.StatusOK, opts)
+		return
+	}
+	var c ceremony
+	ok := h.openCookie(r, purposeCeremony, &c)
+	h.clearCookie(w, purposeCeremony)
+	// Replay: the answer must sign this browser's challenge, once.
+	if !ok || h.now().Unix() >= c.Exp {
+		fail(http.StatusBadRequest, "the passkey ceremony was not begun in this browser, or took too long")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxCeremonyBody)
+	if kind == "enrol" {
+		u := &passkeyUser{name: e.Name, handle: c.Handle}
+		cred, err := h.passkeys.wa.FinishRegistration(u, c.Session, r)
+		if err != nil {
+			fail(http.StatusBadRequest, "the passkey was not accepted", "err", err)
+			return
+		}
+		switch err := h.passkeys.add(passkey{Name: e.Name, Handle: c.Handle, Enrolment: e.Nonce, Credential: *cred}); {
+		case errors.Is(err, errEnrolled):
+			fail(http.StatusGone, "this enrolment link was used already")
+			return
+		case err != nil:
+			fail(http.StatusInternalServerError, "the passkey could not be kept", "err", err)
+			return
+		}
+		h.log.Info("approve: passkey enrolled", "approver", PasskeyPrefix+e.Name)
+		passkeyJSON(w, http.StatusOK, map[string]string{"message": "Passkey created: you can approve requests as " + PasskeyPrefix + e.Name + "."})
+		return
+	}
+	all, err := h.passkeys.load()
+	if err != nil {
+		fail(http.StatusInternalServerError, "the passkeys could not be read", "err", err)
+		return
+	}
+	user, _, err := h.passkeys.wa.FinishPasskeyLogin(func(rawID, handle []byte) (webauthn.User, error) {
+		for _, k := range all {
+			if bytes.Equal(k.Handle, handle) && bytes.Equal(k.Credential.ID, rawID) {
+				return &passkeyUser{name: k.Name, handle: k.Handle, creds: []webauthn.Credential{k.Credential}}, nil
+			}
+		}
+		return nil, errors.New("no such passkey")
+	}, c.Session, r)
+	if err != nil {
+		fail(http.StatusForbidden, "the passkey was not accepted", "err", err)
+		return
+	}
+	a := ledger.Approver{ID: PasskeyPrefix + user.WebAuthnName()}
+	s := session{SID: make([]byte, 16), ID: a.ID, Exp: h.now().Add(h.sessionTTL).Unix()}
+	rand.Read(s.SID)
+	if err := h.setCookie(w, purposeSession, s, h.sessionTTL); err != nil {
+		fail(http.StatusInternalServerError, "the session could not be made", "err", err)
+		return
+	}
+	h.log.Info("approve: signed in", "approver", a.ID, "with", "passkey")
+	passkeyJSON(w, http.StatusOK, map[string]string{"redirect": h.prefix + token})
+}
