@@ -26,12 +26,18 @@
 // concurrent Spend calls for one id, at most one succeeds, and every other
 // is answered from the record it finds (in progress, done with the
 // recorded outcome, in doubt, cancelled); at most one Complete succeeds,
-// and a late one changes nothing. (Read before the lock, as now() is, the
-// clock could put a decision before the previous holder's: a confirmation
-// another call had seen expired would then be spent — porcupine caught
-// it.) An advisory lock costs no write: measured beside a bare UPDATE in
-// one loop, the lock and the UPDATE cost 1.04× the UPDATE alone, where a
-// row lock (SELECT ... FOR NO KEY UPDATE) cost 2×.
+// and a late one changes nothing. (now(), the transaction's start, is
+// read before the lock: a call whose pipeline reached the server in two
+// parts, the second delayed, would decide on a time before the previous
+// holder's, and spend a confirmation another call had been told was
+// expired, or record an outcome over an answer "in doubt".
+// TestClockReadUnderLock holds a call's pipeline after its first message
+// across the instant; decided on now(), porcupine finds its history not
+// linearizable. Add's caps likewise count what is unexpired on the clock
+// read under the namespace's lock.) An advisory lock costs no write:
+// measured beside a bare UPDATE in one loop, the lock and the UPDATE cost
+// 1.04× the UPDATE alone, where a row lock (SELECT ... FOR NO KEY UPDATE)
+// cost 2×.
 //
 // An acting row whose lease has ended is in doubt: read so by every call
 // after the lease's end, and never completed. The read that says why
@@ -58,6 +64,34 @@
 // no goroutines (a pool made by [Open] runs pgxpool's own health checks
 // until Close).
 //
+// # Standbys and failover
+//
+// With a synchronous standby (synchronous_standby_names naming it,
+// synchronous_commit on), a commit returns only once the standby has
+// flushed it, and holds the confirmation's lock until then, so no other
+// call on the confirmation reads it before: a Spend is acted on, and a
+// retry answered, only once the standby holds it. A commit the standby
+// does not acknowledge waits, and so does every call on its
+// confirmation; the caller's deadline closes its connection, an unknown
+// outcome, and nothing is acted on. The store follows a promoted standby when its URL
+// names every server, primary first, with target_session_attrs=read-write
+// (postgres://user@primary:5432,standby:5432/db?target_session_attrs=read-write):
+// pgx connects to the first that accepts writes. It does not promote:
+// that is the operator's, or a failover tool's. TestPostgresFailover
+// (linearizability) kills every process of the primary of a primary and
+// a synchronous standby while approvals are redeemed and acted on,
+// promotes the standby, and retries every approval through it: none acts
+// twice, and porcupine finds the history linearizable across the
+// failover; its control, an asynchronous standby, acts twice.
+//
+// What it does not give: the old primary must stay down, or come back as
+// a standby of the new one (fenced): restarted as a primary, and listed
+// first, it would take the writes of every new connection. A cancel
+// request (pg_cancel_backend, a client set to send one on a deadline)
+// during the synchronous wait makes PostgreSQL report the commit as done,
+// unreplicated, with a warning: pgx, as this store uses it, closes the
+// connection on a deadline instead, and never sends one.
+//
 // # What it does not guarantee
 //
 // At-most-once holds only while PostgreSQL keeps every committed write: a
@@ -65,7 +99,7 @@
 // restore from a backup older than the last Spend, or synchronous_commit =
 // off followed by a crash, makes spent confirmations pending again. Run
 // with synchronous_commit on (the default) and, with replicas, synchronous
-// replication.
+// replication ([Store.CheckDurability] refuses anything else).
 //
 // Confirmations awaiting out-of-band approval count against the caps as
 // pending ones do, through a third partial index; during a rolling upgrade
@@ -305,19 +339,23 @@ WHERE attrelid = to_regclass($1) AND attname = 'shown' AND NOT attisdropped)`
 	// Run after the namespace's add lock is taken, in the same
 	// transaction, so that its snapshot holds every row an earlier Add
 	// committed. It counts (up to the caps), inserts if both have room,
-	// and says whether the id was there before.
+	// and says whether the id was there before. It counts what is
+	// unexpired on the clock read under the lock (clock_timestamp(), once
+	// per count as an InitPlan, which the indexes can use), not now(), the
+	// transaction's start, before the lock: an Add that waited for the
+	// lock while a confirmation expired does not count it.
 	s.addSQL = `WITH counts AS (
 	SELECT
 		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
-			AND state = 'pending' AND expires_at > now() LIMIT $9) a) +
+			AND state = 'pending' AND expires_at > (SELECT clock_timestamp()) LIMIT $9) a) +
 		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
-			AND state = 'awaiting' AND expires_at > now() LIMIT $9) w) AS total,
-		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
-			AND sha256(principal) = sha256($5::bytea) AND principal = $5::bytea
-			AND state = 'pending' AND expires_at > now() LIMIT $10) p) +
+			AND state = 'awaiting' AND expires_at > (SELECT clock_timestamp()) LIMIT $9) w) AS total,
 		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
 			AND sha256(principal) = sha256($5::bytea) AND principal = $5::bytea
-			AND state = 'awaiting' AND expires_at > now() LIMIT $10) q) AS mine
+			AND state = 'pending' AND expires_at > (SELECT clock_timestamp()) LIMIT $10) p) +
+		(SELECT count(*) FROM (SELECT FROM ` + t + ` WHERE namespace = $1
+			AND sha256(principal) = sha256($5::bytea) AND principal = $5::bytea
+			AND state = 'awaiting' AND expires_at > (SELECT clock_timestamp()) LIMIT $10) q) AS mine
 ), added AS (
 	INSERT INTO ` + t + ` (namespace, id, state, tool, args_digest, principal, subject, expires_at, expires_ns, approval)
 	SELECT $1, $2, CASE WHEN $11::bytea IS NULL THEN 'pending' ELSE 'awaiting' END, $3, $4, $5, $6, $7, $8, $11
