@@ -2,6 +2,7 @@ package confirm_test
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
 // flowServer is a real go-sdk server with the boundary in its chain and one
@@ -194,5 +196,121 @@ func TestActOutlastsLease(t *testing.T) {
 	}
 	if n := fs.effects.Load(); n != 1 {
 		t.Fatalf("the action ran %d times", n)
+	}
+}
+
+// swapped answers every redemption, and records every outcome, on a
+// decoy instead of the confirmation asked for: a store (or a boundary)
+// that mixes up confirmations. Each Add also adds the decoy, the
+// confirmation added with change applied and an id of its own; with
+// done, the decoy is redeemed and its outcome recorded (secret).
+type swapped struct {
+	ledger.Store
+	change func(*ledger.Confirmation)
+	done   bool
+	mu     sync.Mutex
+	decoy  ledger.ID
+}
+
+func (s *swapped) Add(ctx context.Context, c ledger.Confirmation) error {
+	if err := s.Store.Add(ctx, c); err != nil {
+		return err
+	}
+	d := c
+	rand.Read(d.ID[:])
+	s.change(&d)
+	if err := s.Store.Add(ctx, d); err != nil {
+		return err
+	}
+	if s.done {
+		if _, err := s.Store.Spend(ctx, d.ID, ledger.Acting, time.Hour); err != nil {
+			return err
+		}
+		r := []byte(`{"content":[{"type":"text","text":"` + secret + `"}]}`)
+		if err := s.Store.Complete(ctx, d.ID, ledger.Outcome{Kind: ledger.OutcomeDone, Result: r, Size: int64(len(r))}); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	s.decoy = d.ID
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *swapped) decoyID() ledger.ID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.decoy
+}
+
+func (s *swapped) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
+	if to == ledger.Acting {
+		id = s.decoyID()
+	}
+	return s.Store.Spend(ctx, id, to, lease)
+}
+
+func (s *swapped) Complete(ctx context.Context, _ ledger.ID, o ledger.Outcome) error {
+	return s.Store.Complete(ctx, s.decoyID(), o)
+}
+
+// secret is the result recorded for a decoy already done.
+const secret = "the other action's result"
+
+// A redemption whose record is for another action — the store answers
+// with another confirmation's record, the same as the call's but for its
+// tool, its argument digest or its principal, as a store or boundary
+// that mixed them up would — is refused by the flow's own check of the
+// record against the call, whatever the boundary said: "This approval
+// was given for a different action", nothing acted on. A record redeemed
+// so is recorded as failed, never acted on; one already done is not
+// replayed (its result is the other action's). Through real go-sdk
+// clients of both protocol eras.
+func TestRecordForAnotherAction(t *testing.T) {
+	for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
+		for _, other := range []struct {
+			name   string
+			change func(*ledger.Confirmation)
+		}{
+			{"tool", func(c *ledger.Confirmation) { c.Tool = "another_tool" }},
+			{"arguments", func(c *ledger.Confirmation) { c.ArgsDigest = "sha256:another call's arguments" }},
+			{"principal", func(c *ledger.Confirmation) { c.Principal = "someone else" }},
+		} {
+			for _, done := range []bool{false, true} {
+				name := era + "/another " + other.name + "/pending"
+				if done {
+					name = era + "/another " + other.name + "/done"
+				}
+				t.Run(name, func(t *testing.T) {
+					ctx := context.Background()
+					mem := ledger.NewMemory(ledger.MemoryOptions{})
+					store := &swapped{Store: mem, change: other.change, done: done}
+					fs := newFlowServer(t, store, ledger.Options{},
+						func(context.Context, int64) (*mcp.CallToolResult, error) {
+							return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "acted"}}}, nil
+						})
+					cs := mcptest.Connect(t, fs.server, nil, mcptest.ClientOptions{Era: era, Answer: mcptest.Accept()})
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "act", Arguments: map[string]any{"target": "x"}})
+					mcptest.WantToolRefusal(t, res, err, "This approval was given for a different action. Nothing was done.")
+					if strings.Contains(resultText(res), secret) {
+						t.Fatalf("the other action's result was replayed: %s", resultText(res))
+					}
+					if n := fs.effects.Load(); n != 0 {
+						t.Fatalf("acted %d times on a record for another action", n)
+					}
+					r, err := mem.Lookup(ctx, store.decoyID())
+					if err != nil {
+						t.Fatal(err)
+					}
+					want := ledger.Failed // redeemed by this call, never acted on
+					if done {
+						want = ledger.Done // as it was
+					}
+					if r.State != want {
+						t.Fatalf("the other confirmation is %v, want %v", r.State, want)
+					}
+				})
+			}
+		}
 	}
 }
