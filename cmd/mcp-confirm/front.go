@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/approve"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
@@ -30,6 +31,9 @@ type frontFlags struct {
 	idleTimeout       time.Duration
 	maxHeaderBytes    int
 	auth              authFlags // auth.go
+	// page, if set (by out-of-band approval, approval.go), is served
+	// beside the MCP endpoint under its prefix, outside auth.
+	page *approve.Handler
 }
 
 // register defines the flags on fs.
@@ -81,7 +85,7 @@ func (f *frontFlags) resolve(fs *flag.FlagSet, ttl time.Duration) error {
 // httpOptions are the HTTP front door's options, with the timeouts not
 // given tied to the TTL; auth may be nil.
 func (f *frontFlags) httpOptions(log *slog.Logger, auth func(http.Handler) http.Handler) serve.HTTPOptions {
-	return serve.HTTPOptions{
+	o := serve.HTTPOptions{
 		Auth:              auth,
 		MaxMessageBytes:   f.maxMessageBytes,
 		SessionTimeout:    f.sessionTimeout,
@@ -94,6 +98,10 @@ func (f *frontFlags) httpOptions(log *slog.Logger, auth func(http.Handler) http.
 		MaxHeaderBytes:    f.maxHeaderBytes,
 		Logger:            log,
 	}.ForTTL(f.ttl)
+	if f.page != nil {
+		o.Page, o.PagePrefix = f.page, f.page.Prefix()
+	}
+	return o
 }
 
 // serve serves s on stdio, or over streamable HTTP when --http was given,

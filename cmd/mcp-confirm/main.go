@@ -72,6 +72,7 @@ type config struct {
 	logLevel slog.Level
 	shared   sharedFlags
 	front    frontFlags
+	approval approvalFlags
 }
 
 // rootsFlag collects repeated --root flags.
@@ -113,6 +114,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
 	c.front.register(fs)
+	c.approval.register(fs, true)
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
@@ -131,6 +133,9 @@ func parse(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--ttl %v: must be positive", c.ttl)
 	}
 	if err := c.front.resolve(fs, c.ttl); err != nil {
+		return c, err
+	}
+	if err := c.approval.resolve(c.front.httpAddr, c.front.auth.publicURL, false, os.Getenv); err != nil {
 		return c, err
 	}
 	if err := c.shared.resolve(os.Getenv); err != nil {
@@ -176,15 +181,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return code
 	}
 	defer shared.close()
-	srv, err := newServer(server.Options{
-		Setup: confirm.Setup{Name: c.shared.name, Keys: shared.keys, TTL: c.ttl, Store: shared.store, Logger: log},
-		Roots: c.roots,
-	})
+	setup := confirm.Setup{Name: c.shared.name, Keys: shared.keys, TTL: c.ttl, Store: shared.store, Logger: log}
+	if err := c.approval.apply(ctx, &setup, c.front.auth.publicURL, shared.keys, log); err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
+		return 2
+	}
+	srv, err := newServer(server.Options{Setup: setup, Roots: c.roots})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
 		return 2
 	}
 	defer srv.Close()
+	c.front.page = c.approval.page
 
 	err = c.front.serve(ctx, srv.MCP(), nil, stdin, stdout, log, "roots", c.roots)
 	if err != nil && ctx.Err() == nil {

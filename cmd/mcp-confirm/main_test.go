@@ -79,7 +79,9 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"--max-message-bytes", "--session-timeout", "--request-timeout", "--max-sessions", "--max-conns",
 		"--read-header-timeout", "--read-timeout", "--idle-timeout", "--max-header-bytes",
 		"--auth-issuer", "--public-url", "--auth-scopes", "--auth-principal-claim", "--auth-tokens", "--auth-token-dir", "--insecure-no-auth",
-		"--name", "--ledger-file", "--allow-ledger-rollback", "--version"} {
+		"--name", "--ledger-file", "--allow-ledger-rollback", "--version",
+		"--approval", "--approvers", "--approvals", "--approve-issuer", "--approve-client-id", "--approve-client-secret-file",
+		"--approve-groups-claim", "--approve-scopes", "--allow-http-approve-issuer", "--notify-webhook"} {
 		if !strings.Contains(stderr.String(), "  -"+strings.TrimPrefix(f, "--")) {
 			t.Errorf("--help does not document %s:\n%s", f, stderr.String())
 		}

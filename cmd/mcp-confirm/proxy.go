@@ -35,6 +35,7 @@ type proxyConfig struct {
 	logLevel    slog.Level
 	shared      sharedFlags
 	front       frontFlags
+	approval    approvalFlags
 }
 
 const proxyUsage = `mcp-confirm proxy — single-use, honest confirmations in front of any MCP server.
@@ -58,13 +59,14 @@ func parseProxy(args []string, stderr io.Writer) (proxyConfig, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.upstreamURL, "upstream", "", "connect to an upstream MCP server over streamable HTTP at this URL, instead of starting COMMAND")
 	fs.Var(&c.upstreamEnv, "upstream-env", "`NAME` or NAME=VALUE: pass the proxy's variable NAME, or set NAME to VALUE, in the upstream command's environment\n(repeatable). The command gets only these and "+strings.Join(inheritedDescription(), ", ")+";\nthe proxy's own "+reservedEnvPrefix+"* variables never")
-	fs.StringVar(&c.policy, "policy", "", "TOML policy: name (the upstream's name in questions), allow/ask/deny lists of tool globs, default,\nallow_read_only_hint, [questions] templates. Without it, every tool is asked")
+	fs.StringVar(&c.policy, "policy", "", "TOML policy: name (the upstream's name in questions), allow/ask/deny lists of tool globs, default,\nallow_read_only_hint, [questions] templates, [[approval]] tables of tools approved out of band.\nWithout it, every tool is asked in band")
 	fs.IntVar(&c.maxUpstream, "max-upstream-sessions", proxy.DefaultMaxSessions, "how many older-era client sessions may hold an upstream connection of their own at once\n(for a command upstream, a process each); an initialize beyond it is refused")
 	fs.DurationVar(&c.lease, "lease", ledger.DefaultLease, "how long an approved call may take upstream before its outcome is recorded;\na slower call still answers, but its retries are told it may or may not have happened")
 	c.shared.register(fs, proxy.DefaultName)
 	fs.DurationVar(&c.ttl, "ttl", requeststate.DefaultTTL, "how long a confirmation question stays answerable")
 	fs.TextVar(&c.logLevel, "log-level", slog.LevelInfo, "log level on stderr: debug, info, warn or error")
 	c.front.register(fs)
+	c.approval.register(fs, false)
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), proxyUsage)
@@ -136,6 +138,10 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return 2
 		}
 	}
+	if err := c.approval.resolve(c.front.httpAddr, c.front.auth.publicURL, policy.OutOfBand(), os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\nRun mcp-confirm proxy --help for usage.\n", err)
+		return 2
+	}
 	shared, code, err := c.shared.open(ctx, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
@@ -161,9 +167,14 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		cmd.Stderr = stderr
 		return &mcp.CommandTransport{Command: cmd}, nil
 	}
+	setup := confirm.Setup{Name: c.shared.name, Keys: shared.keys, TTL: c.ttl, Lease: c.lease, Store: shared.store, Logger: log}
+	if err := c.approval.apply(ctx, &setup, c.front.auth.publicURL, shared.keys, log); err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
+		return 2
+	}
 	startCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	p, err := proxy.New(startCtx, proxy.Options{
-		Setup:       confirm.Setup{Name: c.shared.name, Keys: shared.keys, TTL: c.ttl, Lease: c.lease, Store: shared.store, Logger: log},
+		Setup:       setup,
 		Connect:     connect,
 		Policy:      policy,
 		MaxSessions: c.maxUpstream,
@@ -177,6 +188,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1
 	}
 	defer p.Close()
+	c.front.page = c.approval.page
 
 	err = c.front.serve(ctx, p.MCP(), nil, stdin, stdout, log, "upstream", policy.Name())
 	if err != nil && ctx.Err() == nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,6 +89,16 @@ type HTTPOptions struct {
 	// Logger receives refusals and the server's own errors; nil means
 	// slog.Default().
 	Logger *slog.Logger
+
+	// Page, if set, serves every request whose path starts with
+	// PagePrefix (which begins and ends with '/'): the approval page
+	// (package approve's Handler, mounted at its Prefix), beside the MCP
+	// endpoint, under the same deadline and connection limits, but not
+	// through Auth: approvers sign in on the page itself, and the
+	// caller's bearer token, which the agent holds, must not be what
+	// lets anyone in.
+	Page       http.Handler
+	PagePrefix string
 }
 
 // answerGrace is how long a request may outlive the TTL: an older-era call
@@ -183,6 +194,19 @@ func NewHTTP(s *mcp.Server, opts HTTPOptions) (*HTTP, error) {
 	})
 	if opts.Auth != nil {
 		h = opts.Auth(h)
+	}
+	if opts.Page != nil {
+		if !strings.HasPrefix(opts.PagePrefix, "/") || !strings.HasSuffix(opts.PagePrefix, "/") {
+			return nil, fmt.Errorf("serve: PagePrefix %q: want a path beginning and ending with /", opts.PagePrefix)
+		}
+		endpoint, page, prefix := h, opts.Page, opts.PagePrefix
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, prefix) {
+				page.ServeHTTP(w, r)
+				return
+			}
+			endpoint.ServeHTTP(w, r)
+		})
 	}
 	return &HTTP{opts: opts, handler: deadline(opts.RequestTimeout, h)}, nil
 }

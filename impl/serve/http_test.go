@@ -517,3 +517,58 @@ func TestHTTPMessageLimitFitsLargestCall(t *testing.T) {
 		t.Fatalf("oversized headers: %v %v, want 431", resp, err)
 	}
 }
+
+// The approval page is served beside the MCP endpoint, under its prefix,
+// without passing through Auth (which refuses everything here): a bearer
+// token is neither needed nor read there; everything else still passes
+// through Auth, a path outside the prefix too. A prefix that is not a
+// directory path is refused.
+func TestHTTPPageBesideEndpoint(t *testing.T) {
+	var authSeen, pageSeen []string
+	var mu sync.Mutex
+	deny := func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			authSeen = append(authSeen, r.URL.Path)
+			mu.Unlock()
+			http.Error(w, "no", http.StatusUnauthorized)
+		})
+	}
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		pageSeen = append(pageSeen, r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		io.WriteString(w, "the page")
+	})
+	url := front(t, newServer(), serve.HTTPOptions{Auth: deny, Page: page, PagePrefix: "/base/approve/"})
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{
+		{"/base/approve/abc", http.StatusOK},
+		{"/base/approve/callback", http.StatusOK},
+		{"/base/approve", http.StatusUnauthorized},
+		{"/base/approvex/abc", http.StatusUnauthorized},
+		{"/", http.StatusUnauthorized},
+		{"/mcp", http.StatusUnauthorized},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, url+tc.path, nil)
+		req.Header.Set("Authorization", "Bearer caller-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("GET %s: %s, want %d", tc.path, resp.Status, tc.status)
+		}
+	}
+	if len(pageSeen) != 2 || len(authSeen) != 4 {
+		t.Fatalf("the page saw %q, Auth saw %q: want 2 and 4", pageSeen, authSeen)
+	}
+	for _, bad := range []string{"", "approve/", "/approve", "approve"} {
+		if _, err := serve.NewHTTP(newServer(), serve.HTTPOptions{Page: page, PagePrefix: bad}); err == nil {
+			t.Errorf("PagePrefix %q accepted", bad)
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
+	"github.com/mcp-confirm/mcp-confirm/internal/approvetest"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
+	"github.com/mcp-confirm/mcp-confirm/internal/notify"
+)
+
+// Bad out-of-band settings are start-up errors naming the flag; good ones
+// resolve to the approval they say.
+func TestApprovalFlags(t *testing.T) {
+	dir := t.TempDir()
+	tables := filepath.Join(dir, "tables.toml")
+	if err := os.WriteFile(tables, []byte("[[approval]]\ntools = [\"delete\"]\nmode = \"out-of-band\"\napprovers = [\"group:ops\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	http := []string{"--http", "127.0.0.1:0"}
+	oob := []string{"--approval", "out-of-band", "--approvers", "group:ops"}
+	page := []string{"--approve-issuer", "https://id.example.com", "--approve-client-id", "mcp-confirm"}
+	cat := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown mode", []string{"--approval", "outofband"}, `--approval "outofband": want in-band, out-of-band or both`},
+		{"approvers in band", []string{"--approvers", "group:ops"}, "--approvers and --approvals need --approval out-of-band or both"},
+		{"approvals in band", []string{"--approvals", "2"}, "need --approval out-of-band or both"},
+		{"no approvers", []string{"--approval", "out-of-band"}, "names no approvers"},
+		{"approver without a prefix", []string{"--approval", "both", "--approvers", "alice"}, "want sub:SUBJECT or group:GROUP"},
+		{"more approvals than approvers", []string{"--approval", "out-of-band", "--approvers", "sub:alice", "--approvals", "2"}, "could never be approved"},
+		{"negative approvals", []string{"--approval", "out-of-band", "--approvers", "group:ops", "--approvals", "-1"}, "--approvals -1"},
+		{"over stdio", oob, "needs --http"},
+		{"no public URL", cat(oob, http, page), "needs --public-url"},
+		{"no issuer", cat(oob, http, []string{"--public-url", "http://127.0.0.1:1"}), "needs --approve-issuer and --approve-client-id"},
+		{"issuer in band", page, "--approve-issuer applies to out-of-band approval"},
+		{"webhook in band", []string{"--notify-webhook", "https://hooks.example.com/x"}, "--notify-webhook"},
+		{"webhook in clear", cat(oob, http, page, []string{"--public-url", "http://127.0.0.1:1", "--notify-webhook", "http://hooks.example.com/secret-token"}), "must be https"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), tt.args, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("exit %d, stderr %q: want 2 and %q", code, stderr.String(), tt.want)
+			}
+			if strings.Contains(stderr.String(), "secret-token") {
+				t.Fatal("the error repeats the webhook's URL")
+			}
+		})
+	}
+	c, err := parse(cat([]string{"--approval", "both", "--approvers", "group:ops, sub:alice", "--approvals", "2", "--public-url", "http://127.0.0.1:1"}, http, page), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := c.approval.approval; a.Mode != confirm.Both || a.Required != 2 || !slices.Equal(a.Approvers, []string{"group:ops", "sub:alice"}) {
+		t.Fatalf("resolved %+v", a)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"issuer without tables", cat(page, []string{"--", "true"}), "which the policy asks of no tool"},
+		{"tables over stdio", []string{"--policy", tables, "--", "true"}, "needs --http"},
+		{"tables without the page", cat([]string{"--policy", tables, "--public-url", "http://127.0.0.1:1"}, http, []string{"--", "true"}), "needs --approve-issuer"},
+	} {
+		t.Run("proxy/"+tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"proxy"}, tt.args...), strings.NewReader(""), &bytes.Buffer{}, &stderr)
+			if code != 2 || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("exit %d, stderr %q: want 2 and %q", code, stderr.String(), tt.want)
+			}
+		})
+	}
+}
+
+// freePort returns a loopback port free a moment ago: the public URL,
+// the issuer's redirect URI and the binary's --http must agree before
+// it starts.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// webhook is a local receiver of the binary's notifications.
+type webhook struct {
+	*httptest.Server
+	texts chan string
+}
+
+func newWebhook(t *testing.T) *webhook {
+	w := &webhook{texts: make(chan string, 16)}
+	w.Server = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var m struct{ Text string }
+		if err := json.NewDecoder(r.Body).Decode(&m); err == nil {
+			w.texts <- m.Text
+		}
+	}))
+	t.Cleanup(w.Close)
+	return w
+}
+
+func (w *webhook) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case s := <-w.texts:
+		return s
+	case <-time.After(30 * time.Second):
+		t.Fatal("no notification within 30 s")
+	}
+	return ""
+}
+
+// approvalClient is carol's MCP client: her bearer token, and an
+// elicitation handler that shows URLs as well as forms.
+func approvalClient(t *testing.T, endpoint, token, era string, manual bool, answer *mcptest.Answerer) *mcp.ClientSession {
+	t.Helper()
+	opts := &mcp.ClientOptions{
+		ElicitationHandler: answer.Handle,
+		Capabilities:       &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+	}
+	if manual {
+		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "carol's agent", Version: "1"}, opts)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearerTransport{token}}}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatalf("connect (%s): %v", era, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+var formToken = regexp.MustCompile(`name="token" value="([^"]*)"`)
+
+// decideOnPage signs account in at link's page, with a browser's cookie
+// jar of its own, and, if the page offers the form, sends decision from
+// the page's origin. It returns the page's status and body (the page
+// after the decision, or the one without a form).
+func decideOnPage(t *testing.T, link, origin, account, decision string) (int, string) {
+	t.Helper()
+	c := approvetest.HTTPClient(t)
+	approvetest.SignInHTTP(t, c, link, account)
+	res, err := c.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := formToken.FindStringSubmatch(string(body))
+	if m == nil {
+		return res.StatusCode, string(body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, link, strings.NewReader(url.Values{"token": {html.UnescapeString(m[1])}, "decision": {decision}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", origin)
+	if res, err = c.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	return res.StatusCode, string(body)
+}
+
+// TestBinaryApproveOutOfBand runs the binary as docs/operating.md says to
+// require out-of-band approval, against a real OpenID Connect provider
+// (npm oidc-provider): carol's agent, with carol's bearer token, asks to
+// delete a file; the approval request is posted to the webhook, with the
+// link the client got; a retry is told to wait and the file stays; carol,
+// signed in on the page, may not approve her own call; alice, of group
+// ops, signed in on the page, approves; the retry deletes the file once,
+// naming alice. In the older era the call is held until alice approves.
+func TestBinaryApproveOutOfBand(t *testing.T) {
+	port := freePort(t)
+	base := "http://127.0.0.1:" + port
+	is := approvetest.StartIssuer(t, base+"/approve/callback", map[string][]string{"alice": {"ops"}, "carol": {"ops"}})
+	hook := newWebhook(t)
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const token = "carol-token-0123456789abcdef"
+	sum := sha256.Sum256([]byte(token))
+	tokens, secret := filepath.Join(dir, "tokens"), filepath.Join(dir, "client-secret")
+	if err := os.WriteFile(tokens, []byte("sha256:"+hex.EncodeToString(sum[:])+" carol\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte(approvetest.ClientSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startBinary(t, []string{notifyEnv + "=" + hook.URL + "/services/secret-token"},
+		"--root", root, "--http", "127.0.0.1:"+port, "--public-url", base, "--auth-tokens", tokens,
+		"--approval", "out-of-band", "--approvers", "group:ops",
+		"--approve-issuer", is.URL, "--approve-client-id", approvetest.ClientID, "--approve-client-secret-file", secret,
+		"--approve-groups-claim", "groups", "--approve-scopes", "groups", "--allow-http-approve-issuer")
+
+	for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
+		t.Run(era, func(t *testing.T) {
+			file := filepath.Join(root, "report-"+era+".txt")
+			if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			params := &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": file}}
+			var res *mcp.CallToolResult
+			var err error
+			if era == mcptest.EraMRTR {
+				cs := approvalClient(t, p.url, token, era, true, mcptest.Accept())
+				res, err = cs.CallTool(context.Background(), params)
+				req, ok := res.InputRequests[confirm.ApproveInputID].(*mcp.ElicitParams)
+				if err != nil || !ok || req.Mode != "url" || !strings.HasPrefix(req.URL, base+"/approve/") {
+					t.Fatalf("first round: want the approval page's link, got err=%v res=%s", err, mcptest.Describe(res))
+				}
+				link := req.URL
+				wantNotified(t, hook.next(t), link, filepath.Base(file))
+				retry := *params
+				retry.RequestState, retry.InputResponses = res.RequestState, mcp.InputResponseMap{confirm.ApproveInputID: &mcp.ElicitResult{Action: "accept"}}
+				res, err = cs.CallTool(context.Background(), &retry)
+				if w, ok := res.InputRequests[confirm.ApproveInputID].(*mcp.ElicitParams); err != nil || !ok || !strings.Contains(w.Message, "Still waiting") {
+					t.Fatalf("retry before the approval: want to be told to wait, got err=%v res=%s", err, mcptest.Describe(res))
+				}
+				wantFile(t, file, true)
+				approveOnPage(t, link, base)
+				retry.RequestState = res.RequestState
+				res, err = cs.CallTool(context.Background(), &retry)
+			} else {
+				shown := make(chan struct{}, 1)
+				answer := mcptest.Accept()
+				answer.Before = func() { shown <- struct{}{} }
+				cs := approvalClient(t, p.url, token, era, false, answer)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					res, err = cs.CallTool(context.Background(), params)
+				}()
+				select {
+				case <-shown:
+				case <-done:
+					t.Fatalf("the call returned before the approval: err=%v res=%s", err, mcptest.Describe(res))
+				}
+				link := answer.URLs()[0]
+				wantNotified(t, hook.next(t), link, filepath.Base(file))
+				wantFile(t, file, true)
+				approveOnPage(t, link, base)
+				<-done
+			}
+			if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "Approved out of band by") || !strings.Contains(mcptest.Text(res), "sub:alice") {
+				t.Fatalf("after the approval: want the deletion, approved by alice; got err=%v res=%s\n%s", err, mcptest.Describe(res), p.stderr)
+			}
+			wantFile(t, file, false)
+		})
+	}
+	if strings.Contains(p.stderr.String(), "secret-token") || strings.Contains(p.stderr.String(), approvetest.ClientSecret) {
+		t.Fatal("the log holds the webhook's URL or the client secret")
+	}
+}
+
+// approveOnPage has carol refused on her own call's page, then alice
+// approve it.
+func approveOnPage(t *testing.T, link, origin string) {
+	t.Helper()
+	if code, body := decideOnPage(t, link, origin, "carol", "approve"); code != http.StatusForbidden || !strings.Contains(body, "Not yours to decide") {
+		t.Fatalf("carol on her own call's page: %d %s, want 403 Not yours to decide", code, body)
+	}
+	if code, body := decideOnPage(t, link, origin, "alice", "approve"); code != http.StatusOK || !strings.Contains(body, "sub:alice") {
+		t.Fatalf("alice's approval: %d %s", code, body)
+	}
+}
+
+// wantNotified asserts a notification's text: the link the client got,
+// and the question, naming the file.
+func wantNotified(t *testing.T, text, link, name string) {
+	t.Helper()
+	if !strings.Contains(text, "<"+link+"|") || !strings.Contains(text, notify.Escape(name)) {
+		t.Fatalf("notification %q: want the link %s and the file %s", text, link, name)
+	}
+}
+
+func wantFile(t *testing.T, path string, exists bool) {
+	t.Helper()
+	_, err := os.Lstat(path)
+	if exists != (err == nil) || !exists && !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s: exists %v (err %v), want %v", path, err == nil, err, exists)
+	}
+}
