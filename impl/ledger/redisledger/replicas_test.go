@@ -18,7 +18,7 @@ import (
 
 // replicated starts a primary and a replica of it, on redis-servers of
 // the test's own, and waits until the replica is connected and in sync.
-func replicated(t *testing.T) (primary, replica *redistest.Server) {
+func replicated(t testing.TB) (primary, replica *redistest.Server) {
 	t.Helper()
 	primary = redistest.Start(t, "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0")
 	replica = redistest.Start(t, "--save", "", "--appendonly", "no", "--replicaof", "127.0.0.1", fmt.Sprint(primary.Port()))
