@@ -39,6 +39,7 @@ type approvalFlags struct {
 	groupsClaim      string
 	scopes           string
 	allowHTTPIssuer  bool
+	passkeys         string
 	notifyWebhook    string
 
 	approval confirm.Approval // resolved
@@ -60,14 +61,16 @@ func (a *approvalFlags) register(fs *flag.FlagSet, server bool) {
 	fs.StringVar(&a.clientSecretFile, "approve-client-secret-file", "", "out-of-band: file holding the page's client secret at --approve-issuer, readable by its owner only\n(without it, a public client: PKCE alone)")
 	fs.StringVar(&a.groupsClaim, "approve-groups-claim", "", "out-of-band: the ID token claim listing the approver's groups, for group:GROUP approvers")
 	fs.StringVar(&a.scopes, "approve-scopes", "", "out-of-band: scopes to request besides openid, space- or comma-separated (e.g. groups)")
+	fs.StringVar(&a.passkeys, "approve-passkeys", "", "out-of-band: let approvers sign in with passkeys, enrolled through `mcp-confirm approvers add` (needs --key-file)\nand kept in this file (created 0600; replicas must share it). Approvers: passkey:NAME")
 	fs.BoolVar(&a.allowHTTPIssuer, "allow-http-approve-issuer", false, "out-of-band: accept an http:// --approve-issuer. INSECURE: whoever answers at its address signs in as any\napprover; for tests on loopback only")
 	fs.StringVar(&a.notifyWebhook, "notify-webhook", "", "out-of-band: post each approval request (its link and question) to this Slack-compatible webhook (https).\nIts URL is a secret: better in $"+notifyEnv)
 }
 
 // resolve checks the flags, given the front door's --http address and
-// --public-url, and whether the policy needs out-of-band approval (the
-// proxy's; the server's is --approval). getenv reads the environment.
-func (a *approvalFlags) resolve(httpAddr, publicURL string, policyNeeds bool, getenv func(string) string) error {
+// --public-url, whether --key-file was given, and whether the policy
+// needs out-of-band approval (the proxy's; the server's is --approval).
+// getenv reads the environment.
+func (a *approvalFlags) resolve(httpAddr, publicURL string, keyFile, policyNeeds bool, getenv func(string) string) error {
 	if a.server {
 		m, err := confirm.ParseMode(a.mode)
 		if err != nil {
@@ -103,7 +106,7 @@ func (a *approvalFlags) resolve(httpAddr, publicURL string, policyNeeds bool, ge
 	}{
 		{"--approve-issuer", a.issuer != ""}, {"--approve-client-id", a.clientID != ""},
 		{"--approve-client-secret-file", a.clientSecretFile != ""}, {"--approve-groups-claim", a.groupsClaim != ""},
-		{"--approve-scopes", a.scopes != ""}, {"--allow-http-approve-issuer", a.allowHTTPIssuer},
+		{"--approve-scopes", a.scopes != ""}, {"--allow-http-approve-issuer", a.allowHTTPIssuer}, {"--approve-passkeys", a.passkeys != ""},
 		{"--notify-webhook (or $" + notifyEnv + ")", a.webhook != ""},
 	}
 	if !need {
@@ -124,8 +127,14 @@ func (a *approvalFlags) resolve(httpAddr, publicURL string, policyNeeds bool, ge
 		return errors.New("out-of-band approval needs --http: the approval page is served by the HTTP front door")
 	case publicURL == "":
 		return errors.New("out-of-band approval needs --public-url: the base URL of the approval page (and of the MCP endpoint) as browsers reach it")
-	case a.issuer == "" || a.clientID == "":
-		return errors.New("out-of-band approval needs --approve-issuer and --approve-client-id: where approvers sign in")
+	case a.issuer == "" && a.passkeys == "":
+		return errors.New("out-of-band approval needs a way for approvers to sign in: --approve-issuer and --approve-client-id, or --approve-passkeys")
+	case a.issuer != "" && a.clientID == "" || a.issuer == "" && a.clientID != "":
+		return errors.New("--approve-issuer and --approve-client-id go together")
+	// Enrolment links are sealed with the key file's first key; a random
+	// key would make every link printed by approvers add useless.
+	case a.passkeys != "" && !keyFile:
+		return errors.New("--approve-passkeys needs --key-file: `mcp-confirm approvers add` seals enrolment links with its first key")
 	}
 	if a.webhook != "" {
 		if _, err := notify.New(notify.Options{URL: a.webhook}); err != nil {
@@ -144,7 +153,7 @@ func (a *approvalFlags) apply(ctx context.Context, s *confirm.Setup, publicURL s
 		log.Warn(w)
 	}
 	s.Approval = a.approval
-	if a.issuer == "" {
+	if a.issuer == "" && a.passkeys == "" {
 		return nil
 	}
 	secret, err := a.clientSecret()
@@ -159,14 +168,18 @@ func (a *approvalFlags) apply(ctx context.Context, s *confirm.Setup, publicURL s
 	}
 	oidc := approve.OIDC{Issuer: a.issuer, ClientID: a.clientID, ClientSecret: secret, GroupsClaim: a.groupsClaim,
 		Scopes: strings.FieldsFunc(a.scopes, func(r rune) bool { return r == ' ' || r == ',' }), AllowHTTPIssuer: a.allowHTTPIssuer}
+	var passkeys *approve.Passkeys
+	if a.passkeys != "" {
+		passkeys = &approve.Passkeys{File: a.passkeys}
+	}
 	s.Page = func(l *ledger.Ledger) (confirm.Page, error) {
-		h, err := approve.New(ctx, approve.Options{Ledger: l, PublicURL: publicURL, Key: key, OIDC: oidc, Logger: log})
+		h, err := approve.New(ctx, approve.Options{Ledger: l, PublicURL: publicURL, Key: key, OIDC: oidc, Passkeys: passkeys, Logger: log})
 		if err != nil {
 			return nil, err
 		}
 		a.page = h
 		log.Info("out-of-band approval: the approval page is served by the HTTP front door",
-			"prefix", h.Prefix(), "redirect_uri", h.RedirectURL(), "issuer", a.issuer,
+			"prefix", h.Prefix(), "redirect_uri", h.RedirectURL(), "issuer", a.issuer, "passkeys", a.passkeys,
 			"requester", "the caller, named "+confirm.SubjectPrefix+"PRINCIPAL, never approves their own call")
 		return h, nil
 	}

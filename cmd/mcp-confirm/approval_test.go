@@ -51,13 +51,16 @@ func TestApprovalFlags(t *testing.T) {
 		{"approvers in band", []string{"--approvers", "group:ops"}, "--approvers and --approvals need --approval out-of-band or both"},
 		{"approvals in band", []string{"--approvals", "2"}, "need --approval out-of-band or both"},
 		{"no approvers", []string{"--approval", "out-of-band"}, "names no approvers"},
-		{"approver without a prefix", []string{"--approval", "both", "--approvers", "alice"}, "want sub:SUBJECT or group:GROUP"},
+		{"approver without a prefix", []string{"--approval", "both", "--approvers", "alice"}, "want sub:SUBJECT, group:GROUP or passkey:NAME"},
 		{"more approvals than approvers", []string{"--approval", "out-of-band", "--approvers", "sub:alice", "--approvals", "2"}, "could never be approved"},
 		{"negative approvals", []string{"--approval", "out-of-band", "--approvers", "group:ops", "--approvals", "-1"}, "--approvals -1"},
 		{"over stdio", oob, "needs --http"},
 		{"no public URL", cat(oob, http, page), "needs --public-url"},
-		{"no issuer", cat(oob, http, []string{"--public-url", "http://127.0.0.1:1"}), "needs --approve-issuer and --approve-client-id"},
+		{"no sign-in", cat(oob, http, []string{"--public-url", "http://127.0.0.1:1"}), "needs a way for approvers to sign in"},
+		{"issuer without client", cat(oob, http, []string{"--public-url", "http://127.0.0.1:1", "--approve-issuer", "https://id.example.com"}), "go together"},
+		{"passkeys without a key file", cat(oob, http, []string{"--public-url", "http://127.0.0.1:1", "--approve-passkeys", "/tmp/passkeys"}), "needs --key-file"},
 		{"issuer in band", page, "--approve-issuer applies to out-of-band approval"},
+		{"passkeys in band", []string{"--approve-passkeys", "/tmp/passkeys"}, "--approve-passkeys applies"},
 		{"webhook in band", []string{"--notify-webhook", "https://hooks.example.com/x"}, "--notify-webhook"},
 		{"webhook in clear", cat(oob, http, page, []string{"--public-url", "http://127.0.0.1:1", "--notify-webhook", "http://hooks.example.com/secret-token"}), "must be https"},
 	} {
@@ -86,7 +89,7 @@ func TestApprovalFlags(t *testing.T) {
 	}{
 		{"issuer without tables", cat(page, []string{"--", "true"}), "which the policy asks of no tool"},
 		{"tables over stdio", []string{"--policy", tables, "--", "true"}, "needs --http"},
-		{"tables without the page", cat([]string{"--policy", tables, "--public-url", "http://127.0.0.1:1"}, http, []string{"--", "true"}), "needs --approve-issuer"},
+		{"tables without the page", cat([]string{"--policy", tables, "--public-url", "http://127.0.0.1:1"}, http, []string{"--", "true"}), "needs a way for approvers to sign in"},
 	} {
 		t.Run("proxy/"+tt.name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -310,5 +313,50 @@ func wantFile(t *testing.T, path string, exists bool) {
 	_, err := os.Lstat(path)
 	if exists != (err == nil) || !exists && !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s: exists %v (err %v), want %v", path, err == nil, err, exists)
+	}
+}
+
+// TestBinaryApprovePasskeyEnrolment: with --approve-passkeys, the page the
+// binary serves takes the enrolment links `mcp-confirm approvers add`
+// prints from the same --key-file and --public-url; one printed from
+// another key file is refused (the control).
+func TestBinaryApprovePasskeyEnrolment(t *testing.T) {
+	port := freePort(t)
+	base := "http://localhost:" + port // a passkey's relying party is a domain, never an IP address
+	dir := t.TempDir()
+	keys, other := filepath.Join(dir, "keys"), filepath.Join(dir, "other-keys")
+	for _, k := range []string{keys, other} {
+		if code := run(context.Background(), []string{"keygen", k}, nil, io.Discard, io.Discard); code != 0 {
+			t.Fatalf("keygen %s: exit %d", k, code)
+		}
+	}
+	root := filepath.Join(dir, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	startBinary(t, nil, "--root", root, "--http", "127.0.0.1:"+port, "--public-url", base, "--key-file", keys,
+		"--approval", "out-of-band", "--approvers", "passkey:alice", "--approve-passkeys", filepath.Join(dir, "passkeys"))
+	for _, tc := range []struct {
+		keys   string
+		status int
+		want   string
+	}{
+		{keys, http.StatusOK, "Create a passkey to approve requests as passkey:alice"},
+		{other, http.StatusNotFound, "invalid or has expired"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"approvers", "add", "--key-file", tc.keys, "--public-url", base, "alice"}, nil, &stdout, &stderr); code != 0 {
+			t.Fatalf("approvers add: exit %d: %s", code, stderr.String())
+		}
+		link := strings.TrimSpace(stdout.String())
+		res, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != tc.status || !strings.Contains(string(body), tc.want) {
+			t.Fatalf("enrolment link of %s: %d %s, want %d %q", filepath.Base(tc.keys), res.StatusCode, body, tc.status, tc.want)
+		}
 	}
 }

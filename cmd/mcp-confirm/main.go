@@ -135,7 +135,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if err := c.front.resolve(fs, c.ttl); err != nil {
 		return c, err
 	}
-	if err := c.approval.resolve(c.front.httpAddr, c.front.auth.publicURL, false, os.Getenv); err != nil {
+	if err := c.approval.resolve(c.front.httpAddr, c.front.auth.publicURL, c.shared.keyFile != "", false, os.Getenv); err != nil {
 		return c, err
 	}
 	if err := c.shared.resolve(os.Getenv); err != nil {

@@ -138,7 +138,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return 2
 		}
 	}
-	if err := c.approval.resolve(c.front.httpAddr, c.front.auth.publicURL, policy.OutOfBand(), os.Getenv); err != nil {
+	if err := c.approval.resolve(c.front.httpAddr, c.front.auth.publicURL, c.shared.keyFile != "", policy.OutOfBand(), os.Getenv); err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\nRun mcp-confirm proxy --help for usage.\n", err)
 		return 2
 	}

@@ -55,11 +55,12 @@ func ParseMode(s string) (Mode, error) {
 // Names of approvers, as the approval page names whoever signs in there
 // (package approve): an approver signed in at the OpenID Connect issuer
 // with subject S is SubjectPrefix+S, and a member of the group G of the
-// configured group claim also GroupPrefix+G. A requester is named the
-// first way.
+// configured group claim also GroupPrefix+G; one signed in with a passkey
+// enrolled as N is PasskeyPrefix+N. A requester is named the first way.
 const (
 	SubjectPrefix = "sub:"
 	GroupPrefix   = "group:"
+	PasskeyPrefix = "passkey:"
 )
 
 // An Approval is who must approve a confirmed call. The zero value is
@@ -117,16 +118,19 @@ func (a Approval) Check() error {
 }
 
 // CheckApproverName reports whether name names a subject
-// (SubjectPrefix…) or a group (GroupPrefix…) that the approval page can
-// match against a sign-in.
+// (SubjectPrefix…), a group (GroupPrefix…) or a passkey
+// (PasskeyPrefix…) that the approval page can match against a sign-in.
 func CheckApproverName(name string) error {
-	rest, ok := strings.CutPrefix(name, SubjectPrefix)
-	if !ok {
-		rest, ok = strings.CutPrefix(name, GroupPrefix)
+	var rest string
+	ok := false
+	for _, p := range []string{SubjectPrefix, GroupPrefix, PasskeyPrefix} {
+		if r, found := strings.CutPrefix(name, p); found {
+			rest, ok = r, true
+		}
 	}
 	switch {
 	case !ok:
-		return fmt.Errorf("confirm: approver %s: want %sSUBJECT or %sGROUP", prompt.Value(name, prompt.Options{MaxWidth: 60}), SubjectPrefix, GroupPrefix)
+		return fmt.Errorf("confirm: approver %s: want %sSUBJECT, %sGROUP or %sNAME", prompt.Value(name, prompt.Options{MaxWidth: 60}), SubjectPrefix, GroupPrefix, PasskeyPrefix)
 	// A name a person would misread on the page or in a policy file
 	// (controls, invisible or bidi characters) could be mistaken for
 	// another approver's.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	approvepage "github.com/mcp-confirm/mcp-confirm/impl/approve"
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 )
@@ -31,7 +32,8 @@ func TestApprovalCheck(t *testing.T) {
 		{"negative approvals", confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"group:ops"}, Required: -1}, "want 1 to"},
 		{"too many approvals", confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"group:ops"}, Required: ledger.MaxRequired + 1}, "want 1 to"},
 		{"more approvals than subjects", confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"sub:alice", "sub:alice"}, Required: 2}, "could never be approved"},
-		{"no prefix", confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"alice"}}, "want sub:SUBJECT or group:GROUP"},
+		{"passkey", confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"passkey:alice"}}, ""},
+		{"no prefix", confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"alice"}}, "want sub:SUBJECT, group:GROUP or passkey:NAME"},
 		{"empty subject", confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"sub:"}}, "visible text"},
 		{"hidden character", confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"sub:ali\u200bce"}}, "visible text"},
 		{"bidi override", confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"group:\u202eops"}}, "visible text"},
@@ -46,6 +48,13 @@ func TestApprovalCheck(t *testing.T) {
 				t.Fatalf("Check = %v, want an error mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The names confirm checks and gives the requester are the page's.
+func TestApproverNamesArePagesNames(t *testing.T) {
+	if confirm.SubjectPrefix != approvepage.SubjectPrefix || confirm.GroupPrefix != approvepage.GroupPrefix || confirm.PasskeyPrefix != approvepage.PasskeyPrefix {
+		t.Fatal("confirm's approver prefixes differ from package approve's")
 	}
 }
 

@@ -94,7 +94,7 @@ func TestPolicyApprovalErrors(t *testing.T) {
 		{"tools = [\"delete\"]\nmode = \"in-band\"\napprovers = [\"group:ops\"]", `mode = "in-band"`},
 		{"tools = [\"delete\"]\nmode = \"out_of_band\"\napprovers = [\"group:ops\"]", `mode = "out_of_band"`},
 		{"tools = [\"delete\"]\nmode = \"out-of-band\"", "names no approvers"},
-		{"tools = [\"delete\"]\nmode = \"out-of-band\"\napprovers = [\"alice\"]", "want sub:SUBJECT or group:GROUP"},
+		{"tools = [\"delete\"]\nmode = \"out-of-band\"\napprovers = [\"alice\"]", "want sub:SUBJECT, group:GROUP or passkey:NAME"},
 		{"tools = [\"delete\"]\nmode = \"out-of-band\"\napprovers = [\"sub:al\u200bice\"]", "visible text"},
 		{ok + "approvals = 0", "approvals = 0"},
 		{ok + "approvals = -1", "approvals = -1"},
