@@ -139,13 +139,24 @@ func (r *Redis) AttachReplica() time.Duration {
 	return time.Since(begin)
 }
 
-// waitReplicated waits until the primary has the replica online.
+// waitReplicated waits until the primary has the replica online and
+// streaming: after a full sync, a primary streams writes to a replica
+// only once it has acknowledged (its first REPLCONF ACK, up to a second
+// later), so a write is acknowledged (WAIT) before the test begins.
 func (r *Redis) waitReplicated() {
 	c := r.Primary.Client()
 	defer c.Close()
 	r.poll(10*time.Second, "the replica did not connect", func(ctx context.Context) bool {
 		info, err := c.Info(ctx, "replication").Result()
-		return err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, ",state=online,")
+		if err != nil || !strings.Contains(info, "connected_slaves:1") || !strings.Contains(info, ",state=online,") {
+			return false
+		}
+		pipe := c.Pipeline()
+		pipe.Set(ctx, "failover:probe", "", 0)
+		acks := pipe.Do(ctx, "wait", 1, 100)
+		_, _ = pipe.Exec(ctx)
+		n, err := acks.Int64()
+		return err == nil && n == 1
 	})
 }
 

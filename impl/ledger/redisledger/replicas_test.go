@@ -17,16 +17,26 @@ import (
 )
 
 // replicated starts a primary and a replica of it, on redis-servers of
-// the test's own, and waits until the replica is connected and in sync.
+// the test's own, and waits until the replica is connected and in sync:
+// until a write is acknowledged (after a full sync, a primary streams
+// writes to a replica only once the replica has acknowledged, up to a
+// second later).
 func replicated(t testing.TB) (primary, replica *redistest.Server) {
 	t.Helper()
 	primary = redistest.Start(t, "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0")
 	replica = redistest.Start(t, "--save", "", "--appendonly", "no", "--replicaof", "127.0.0.1", fmt.Sprint(primary.Port()))
 	c := primary.Client()
 	defer c.Close()
+	ctx := context.Background()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if info, _ := c.Info(context.Background(), "replication").Result(); strings.Contains(info, "connected_slaves:1") && strings.Contains(info, ",state=online,") {
-			return primary, replica
+		if info, _ := c.Info(ctx, "replication").Result(); strings.Contains(info, "connected_slaves:1") && strings.Contains(info, ",state=online,") {
+			pipe := c.Pipeline()
+			pipe.Set(ctx, "replicated:probe", "", 0)
+			acks := pipe.Do(ctx, "wait", 1, 100)
+			_, _ = pipe.Exec(ctx)
+			if n, err := acks.Int64(); err == nil && n == 1 {
+				return primary, replica
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the replica did not connect")
