@@ -82,8 +82,8 @@ func otherSite(t *testing.T, html func() string) string {
 	return strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 }
 
-// A seen POST, as the front door received it.
-type seenPost struct {
+// A request, as the front door received it.
+type seenRequest struct {
 	origin, site string
 	cookie       bool
 }
@@ -100,13 +100,13 @@ type seenPost struct {
 // form from the page itself is recorded (the control).
 func TestApproveCrossSiteRefused(t *testing.T) {
 	var mu sync.Mutex
-	var seen []seenPost
+	var seen []seenRequest
 	f := newFixture(t, fixtureOptions{wrap: func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == http.MethodPost {
 				_, err := r.Cookie("mcp-confirm-session")
 				mu.Lock()
-				seen = append(seen, seenPost{r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), err == nil})
+				seen = append(seen, seenRequest{r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), err == nil})
 				mu.Unlock()
 			}
 			h.ServeHTTP(w, r)
@@ -241,4 +241,45 @@ func (s stripFraming) Write(b []byte) (int, error) {
 	s.Header().Del("Content-Security-Policy")
 	s.Header().Del("X-Frame-Options")
 	return s.ResponseWriter.Write(b)
+}
+
+// TestApproveLinkFromAnotherSite: an approver signed in who follows the
+// link from another site (a chat, a mail) sees the request: that
+// navigation comes without the SameSite=Strict session cookie, so the
+// page reloads itself once from its own site, which sends it. The front
+// door sees exactly that: a cross-site GET without the cookie, then a
+// same-origin GET with it.
+func TestApproveLinkFromAnotherSite(t *testing.T) {
+	var mu sync.Mutex
+	var seen []seenRequest
+	f := newFixture(t, fixtureOptions{wrap: func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && !strings.Contains(r.URL.Path, "signin") && !strings.Contains(r.URL.Path, "callback") {
+				_, err := r.Cookie("mcp-confirm-session")
+				mu.Lock()
+				seen = append(seen, seenRequest{r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site"), err == nil})
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		})
+	}})
+	q := deleteQuestion("/srv/reports/q3.pdf")
+	_, link := f.issue(t, ledger.Approval{Required: 1, Approvers: []string{"sub:alice"}, Question: q})
+	ctx := approvetest.Browser(t)
+	approvetest.SignInBrowser(t, ctx, link, "alice")
+	chat := otherSite(t, func() string {
+		return `<!doctype html><title>Chat</title><a id="go" href="` + link + `">please approve</a>`
+	})
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	approvetest.Do(t, ctx, chromedp.Navigate(chat), chromedp.Click(chromedp.ID("go")), chromedp.WaitVisible(chromedp.ID("question")))
+	if got := approvetest.Get(t, ctx, chromedp.Evaluate[string](`document.getElementById("question").innerText`)); got != visible(q) {
+		t.Errorf("the page shows %q, want %q", got, visible(q))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0].site != "cross-site" || seen[0].cookie || seen[1].site != "same-origin" || !seen[1].cookie {
+		t.Errorf("the front door saw %+v, want a cross-site GET without the session cookie, then a same-origin GET with it", seen)
+	}
 }

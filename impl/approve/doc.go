@@ -14,6 +14,9 @@
 //     Approve and Decline. Signed out, it shows a sign-in link and nothing
 //     of the request; signed in as someone the Approval does not list, or
 //     as its Requester, it says so and shows nothing of the request.
+//     Arriving from another site's link (a chat, a mail), whose navigation
+//     carries no SameSite=Strict cookie, it reloads itself once from its
+//     own site (TestApproveLinkFromAnotherSite).
 //   - POST records the decision with [ledger.Ledger.Decide], and shows
 //     the page again; a late or second decision is answered on the page
 //     with what was recorded (409, or 410 once expired), and changes

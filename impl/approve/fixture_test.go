@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/approve"
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 	"github.com/mcp-confirm/mcp-confirm/internal/approvetest"
@@ -258,3 +259,6 @@ func do(t *testing.T, c *http.Client, method, link string, h http.Header, body i
 	b, _ := io.ReadAll(res.Body)
 	return response{status: res.StatusCode, body: string(b), header: res.Header}
 }
+
+// The page is what impl/confirm sends clients to.
+var _ confirm.Page = (*approve.Handler)(nil)
