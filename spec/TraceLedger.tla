@@ -6,11 +6,17 @@
 (* Trace is the log, one record per event, in the order the events were    *)
 (* observed:                                                               *)
 (*   [t |-> clock in ticks,                                                *)
-(*    action |-> "Issue" | "Redeem" | "Cancel" | "Complete" | "Restart",   *)
+(*    action |-> "Issue" | "Redeem" | "Cancel" | "Complete" | "Decide" |   *)
+(*               "Restart",                                                *)
 (*    id |-> approval id ("" for Restart), replica |-> replica,            *)
 (*    result |-> "ok" | "unknown" | "in_progress" | "done" | "in_doubt" |  *)
-(*               "cancelled" | "expired" | "not_acting" | "full",          *)
-(*    outcome |-> "done" | "failed" | "unknown" | ""]                      *)
+(*               "cancelled" | "expired" | "not_acting" | "full" |         *)
+(*               "awaiting_approval" | "declined" | "decided" |            *)
+(*               "self_approval" | "not_approver" | "in_band",             *)
+(*    outcome |-> "done" | "failed" | "unknown" | "",                      *)
+(*    need |-> approvals an Issue's confirmation needs (0: in band),       *)
+(*    requester |-> its requester ("" for none),                           *)
+(*    approver |-> who Decides ("" otherwise), approve |-> BOOLEAN]        *)
 (* outcome is, for a Complete, the kind it tried to record; for a Redeem   *)
 (* or Cancel answered "done", the kind of the recorded outcome it gave     *)
 (* back; "" otherwise.  The Go test in spec/trace writes the log, with the *)
@@ -30,10 +36,12 @@
 (*    Redeem of an approval succeeds; naming it keeps the search from      *)
 (*    branching on which client it was.  The human's answer travels with   *)
 (*    the Redeem or Cancel (Ledger's Admitted);                            *)
-(*  - a refused Redeem, Cancel or Complete: a stuttering step, allowed     *)
-(*    only if the replica's store gives exactly that answer in the current *)
-(*    state (SpendAnswer, CompleteAnswer) and, for "done", holds exactly   *)
-(*    the outcome the event reports;                                       *)
+(*  - Decide ok: the action Decide of that approver, on the replica's      *)
+(*    store;                                                               *)
+(*  - a refused Redeem, Cancel, Complete or Decide: a stuttering step,     *)
+(*    allowed only if the replica's store gives exactly that answer in the *)
+(*    current state (SpendAnswer, CompleteAnswer, DecideAnswer) and, for   *)
+(*    "done", holds exactly the outcome the event reports;                 *)
 (*  - Issue full: a stuttering step (caps are not modelled).               *)
 (*                                                                         *)
 (* The trace is accepted iff some behaviour matches every event.  TLC      *)
@@ -53,19 +61,23 @@ traceVars == <<vars, i>>
 \* The next event.
 ev == Trace[i]
 
-\* What store s answers to a Redeem or Cancel of a in the current state, in
-\* the order impl/ledger's Memory.Spend decides: unknown; a record that is
-\* no longer pending answers from its state, whatever its expiry; a pending
-\* one is expired or, if the compare-and-set may go ahead, ok.  (An acting
-\* record whose lease has ended is in doubt already: PassTime.)
-SpendAnswer(s, a) ==
+\* What store s answers to a Redeem (redeem TRUE) or Cancel of a in the
+\* current state, in the order impl/ledger's Memory.Spend decides: unknown;
+\* a record that is no longer pending answers from its state, whatever its
+\* expiry (one an approver declined: declined); a pending one is expired,
+\* or for a Redeem awaiting approval until the approvals are in, or, if
+\* the compare-and-set may go ahead, ok.  (An acting record whose lease
+\* has ended is in doubt already: PassTime.)
+SpendAnswer(s, a, redeem) ==
     LET rec == store[s][a] IN
     CASE rec.status = "absent"                -> "unknown"
+      [] rec.status = "cancelled" /\ DeclinersOf(rec) # {} -> "declined"
       [] rec.status = "cancelled"             -> "cancelled"
       [] rec.status = "acting"                -> "in_progress"
       [] rec.status \in {"done", "failed"}    -> "done"
       [] rec.status = "doubt"                 -> "in_doubt"
       [] now >= rec.exp                       -> "expired"
+      [] redeem /\ ~Approved(rec)             -> "awaiting_approval"
       [] OTHER                                -> "ok"
 
 \* What store s answers to a Complete of a, in the order Memory.Complete
@@ -76,11 +88,28 @@ CompleteAnswer(s, a) ==
     CASE rec.status = "pending" /\ now >= rec.exp -> "expired"
       [] rec.status = "pending"                   -> "not_acting"
       [] rec.status = "acting"                    -> "ok"
-      [] OTHER                                    -> SpendAnswer(s, a)
+      [] OTHER                                    -> SpendAnswer(s, a, FALSE)
+
+\* What store s answers to approver p's Decide of a, in the order
+\* ledger.Record.Decide decides: unknown; in band; the requester; not
+\* authorized; decided (p decided, the outcome is decided, or it was
+\* redeemed); withdrawn by the client; expired; else ok.
+DecideAnswer(s, a, p) ==
+    LET rec == store[s][a] IN
+    CASE rec.status = "absent"                    -> "unknown"
+      [] rec.need = 0                             -> "in_band"
+      [] p = rec.requester                        -> "self_approval"
+      [] p \notin Authorized                      -> "not_approver"
+      [] rec.dec[p] # "none" \/ Decided(rec) \/ rec.status \in Redeemed -> "decided"
+      [] rec.status = "cancelled"                 -> "cancelled"
+      [] now >= rec.exp                           -> "expired"
+      [] OTHER                                    -> "ok"
 
 \* A refused operation's answer, as store s gives it for a in this state.
 Refused(s, a) ==
-    /\ ev.result = IF ev.action = "Complete" THEN CompleteAnswer(s, a) ELSE SpendAnswer(s, a)
+    /\ ev.result = CASE ev.action = "Complete" -> CompleteAnswer(s, a)
+                    [] ev.action = "Decide"   -> DecideAnswer(s, a, ev.approver)
+                    [] OTHER                  -> SpendAnswer(s, a, ev.action = "Redeem")
     /\ ev.result # "ok"
     \* An answer "done" gives back the recorded outcome: it must be this one.
     /\ (ev.result = "done" /\ ev.action # "Complete") => ev.outcome = store[s][a].status
@@ -113,15 +142,17 @@ Silent ==
 
 (* The step of Ledger that produced event ev. *)
 Matches ==
-    \/ ev.action = "Issue" /\ ev.result = "ok" /\ Issue(ev.replica, ev.id, 0, None)
+    \/ /\ ev.action = "Issue" /\ ev.result = "ok"
+       /\ Issue(ev.replica, ev.id, ev.need, IF ev.requester = "" THEN None ELSE ev.requester)
     \/ ev.action = "Issue" /\ ev.result = "full" /\ UNCHANGED vars
     \/ ev.action = "Redeem" /\ ev.result = "ok" /\ Redeem(ev.id, ev.replica, ev.id)
     \/ ev.action = "Cancel" /\ ev.result = "ok" /\ Cancel(ev.id, ev.replica, ev.id)
+    \/ ev.action = "Decide" /\ ev.result = "ok" /\ Decide(ev.approver, ev.replica, ev.id, ev.approve)
     \/ /\ ev.action = "Complete" /\ ev.result = "ok"
        /\ req[ev.id].rep = ev.replica
        /\ CompleteAnswer(StoreOf(ev.replica), ev.id) = "ok"
        /\ Complete(ev.id)
-    \/ /\ ev.action \in {"Redeem", "Cancel", "Complete"}
+    \/ /\ ev.action \in {"Redeem", "Cancel", "Complete", "Decide"}
        /\ Refused(StoreOf(ev.replica), ev.id)
        /\ UNCHANGED vars
     \/ ev.action = "Restart" /\ Restart(ev.replica)

@@ -42,9 +42,10 @@
 // builds the [Approver] from the approver's own sign-in (OpenID Connect,
 // a passkey), never from the request's caller's credentials, and names
 // the Requester in the same naming as Approver.ID (an empty Requester
-// excludes no one). It does not notify approvers. The shared stores
-// (redisledger, pgledger) do not record decisions yet: their Add refuses
-// a confirmation with an Approval, so none is ever redeemed unapproved.
+// excludes no one). It does not notify approvers. All three stores
+// (memory, redisledger, pgledger) record decisions; a replica of a version
+// before out-of-band approval sharing a store refuses a confirmation that
+// needs it rather than redeem it (see each store's package doc).
 //
 // The MCP specification (2026-07-28, multi round-trip requests) says binding a
 // requestState to principal, TTL and request does not make it single-use, and

@@ -130,7 +130,7 @@ func recordConcurrent(t *testing.T, deployment string, seed uint64, workers, ops
 				step(func() {
 					switch p := rng.IntN(100); {
 					case p < 25:
-						if c, err := ledgers[r].Issue(ctx, ledger.Confirmation{Tool: "delete_file"}); err == nil {
+						if c, err := ledgers[r].Issue(ctx, ledger.Confirmation{Tool: "delete_file", Approval: drawApproval(rng)}); err == nil {
 							idsMu.Lock()
 							issued = append(issued, c.ID)
 							idsMu.Unlock()
@@ -149,6 +149,8 @@ func recordConcurrent(t *testing.T, deployment string, seed uint64, workers, ops
 						o := acting[n]
 						acting = slices.Delete(acting, n, n+1)
 						complete(o)
+					case p < 80:
+						_, _ = ledgers[r].Decide(ctx, id, approvers[rng.IntN(len(approvers))], rng.IntN(5) != 0)
 					default:
 						_, _ = ledgers[r].Cancel(ctx, id)
 					}
@@ -164,7 +166,8 @@ func recordConcurrent(t *testing.T, deployment string, seed uint64, workers, ops
 // concurrentOutcomes are the events every concurrent trace must contain,
 // or its acceptance would mean little.
 var concurrentOutcomes = []string{"Issue ok", "Redeem ok", "Cancel ok", "Redeem in_progress", "Redeem done",
-	"Redeem in_doubt", "Redeem expired", "Redeem unknown", "Complete ok", "Complete in_doubt"}
+	"Redeem in_doubt", "Redeem expired", "Redeem unknown", "Complete ok", "Complete in_doubt",
+	"Decide ok", "Decide decided", "Decide self_approval", "Decide not_approver", "Redeem awaiting_approval", "Redeem declined"}
 
 // missingOutcomes returns the concurrentOutcomes evs lacks.
 func missingOutcomes(evs []event) []string {

@@ -61,16 +61,54 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
+// The approvers of the traces: alice listed by name, bob and carol by
+// group, mallory in no listed group. Approvers and Authorized in the
+// module TLC checks are these names, and those who may decide.
+var (
+	approvers  = []ledger.Approver{{ID: "alice"}, {ID: "bob", Groups: []string{"group:ops"}}, {ID: "carol", Groups: []string{"group:ops"}}, {ID: "mallory", Groups: []string{"group:guests"}}}
+	authorized = []string{"alice", "bob", "carol"}
+)
+
+// needing is the out-of-band approval of a confirmation of the traces:
+// required approvals of alice or the group of bob and carol, requested by
+// requester ("" for none).
+func needing(required int, requester string) *ledger.Approval {
+	return &ledger.Approval{Required: required, Approvers: []string{"alice", "group:ops"}, Requester: requester}
+}
+
+// drawApproval draws what a confirmation of the traces needs: one in four
+// one or two approvals, requested by no one, alice, bob or mallory.
+func drawApproval(rng *rand.Rand) *ledger.Approval {
+	if rng.IntN(4) != 0 {
+		return nil
+	}
+	return needing(1+rng.IntN(2), []string{"", "alice", "bob", "mallory"}[rng.IntN(4)])
+}
+
 // scenario issues, on l, a confirmation no other caller knows of, and plays
-// one of four stories with it, each step an operation of its own (step
+// one of eight stories with it, each step an operation of its own (step
 // runs one; advance moves the clock, read by now), so that every answer
 // occurs in every trace: the reply is lost and the client retries (done),
 // the client retries while the action runs (in progress), the action
-// outlasts its lease (in doubt), the question is answered after it expired.
+// outlasts its lease (in doubt), the question is answered after it expired;
+// and out of band, an approval awaited, refused to the requester and to an
+// unlisted approver, given, refused to a second approver, redeemed; an
+// approval then a decline, the redeem declined; a decision after the
+// expiry; one after the client withdrew.
 func scenario(rng *rand.Rand, l *ledger.Ledger, ctx context.Context, step func(func()), advance func(time.Duration), now func() time.Time) {
+	story := rng.IntN(8)
+	var appr *ledger.Approval
+	switch story {
+	case 4:
+		appr = needing(1, "bob")
+	case 5:
+		appr = needing(2, "")
+	case 6, 7:
+		appr = needing(1, "")
+	}
 	var c ledger.Confirmation
 	var err error
-	step(func() { c, err = l.Issue(ctx, ledger.Confirmation{Tool: "delete_file"}) })
+	step(func() { c, err = l.Issue(ctx, ledger.Confirmation{Tool: "delete_file", Approval: appr}) })
 	if err != nil {
 		return
 	}
@@ -78,11 +116,17 @@ func scenario(rng *rand.Rand, l *ledger.Ledger, ctx context.Context, step func(f
 	complete := func() {
 		step(func() { _ = l.Complete(ctx, c.ID, kinds[rng.IntN(len(kinds))], []byte(`{"deleted":true}`)) })
 	}
-	switch rng.IntN(4) {
+	decide := func(p int, approve bool) {
+		step(func() { _, _ = l.Decide(ctx, c.ID, approvers[p], approve) })
+	}
+	const alice, bob, carol, mallory = 0, 1, 2, 3
+	switch story {
 	case 0: // the reply is lost, the client retries: done
+		decide(alice, true) // in band: refused
 		if redeem() == nil {
 			complete()
 			_ = redeem()
+			step(func() { _, _ = l.Cancel(ctx, c.ID) }) // declined in another tab: answered from the record
 			if rng.IntN(2) == 0 {
 				complete() // a second Complete changes nothing
 			}
@@ -108,6 +152,26 @@ func scenario(rng *rand.Rand, l *ledger.Ledger, ctx context.Context, step func(f
 			advance(tick)
 		}
 		_ = redeem()
+	case 4: // out of band: awaited, refused twice, approved, then redeemed
+		_ = redeem()
+		decide(bob, true)
+		decide(mallory, true)
+		decide(alice, true)
+		decide(carol, false)
+		if redeem() == nil {
+			complete()
+		}
+	case 5: // one approval of two, then a decline
+		decide(carol, true)
+		decide(alice, false)
+		_ = redeem()
+		decide(bob, true)
+	case 6: // decided after the expiry
+		advance(ttl)
+		decide(carol, true)
+	case 7: // decided after the client withdrew
+		step(func() { _, _ = l.Cancel(ctx, c.ID) })
+		decide(alice, true)
 	}
 }
 
@@ -197,15 +261,15 @@ func generate(t *testing.T, deployment string, seed uint64, steps int) ([]byte, 
 		r := replicas[rng.IntN(len(replicas))]
 		l := ledgers[r]
 		switch p := rng.IntN(100); {
-		case p < 8:
+		case p < 14:
 			scenario(rng, l, ctx, func(f func()) { f() }, func(d time.Duration) { clk.t = clk.t.Add(d) }, clk.now)
-		case p < 20:
-			if c, err := l.Issue(ctx, ledger.Confirmation{Tool: "delete_file"}); err == nil {
+		case p < 24:
+			if c, err := l.Issue(ctx, ledger.Confirmation{Tool: "delete_file", Approval: drawApproval(rng)}); err == nil {
 				issued = append(issued, c.ID)
 			}
-		case p < 45:
+		case p < 47:
 			redeem(r, pick())
-		case p < 55:
+		case p < 56:
 			// A late Complete by the replica that redeemed; a second one;
 			// or a Complete of a confirmation no one here is acting on:
 			// pending, cancelled, unknown.
@@ -222,12 +286,15 @@ func generate(t *testing.T, deployment string, seed uint64, steps int) ([]byte, 
 					complete(owed{id, r})
 				}
 			}
-		case p < 65:
+		case p < 63:
 			// Sometimes the same question is then accepted in another tab.
 			id := pick()
 			if _, err := l.Cancel(ctx, id); err == nil && rng.IntN(2) == 0 {
 				redeem(r, id)
 			}
+		case p < 72:
+			// An approver decides, through either replica.
+			_, _ = l.Decide(ctx, pick(), approvers[rng.IntN(len(approvers))], rng.IntN(5) != 0)
 		case p < 95:
 			clk.t = clk.t.Add(tick)
 		default:
@@ -241,18 +308,25 @@ func generate(t *testing.T, deployment string, seed uint64, steps int) ([]byte, 
 
 // An event is one parsed trace line.
 type event struct {
-	Time    time.Time `json:"time"`
-	Action  string    `json:"action"`
-	ID      string    `json:"id"`
-	Result  string    `json:"result"`
-	Outcome string    `json:"outcome"`
-	Replica string    `json:"replica"`
+	Time      time.Time `json:"time"`
+	Action    string    `json:"action"`
+	ID        string    `json:"id"`
+	Result    string    `json:"result"`
+	Outcome   string    `json:"outcome"`
+	Replica   string    `json:"replica"`
+	Approvals int       `json:"approvals"`
+	Requester string    `json:"requester"`
+	Approver  string    `json:"approver"`
+	Decision  string    `json:"decision"`
 }
 
 var (
-	actions = []string{"Issue", "Redeem", "Cancel", "Complete", "Restart"}
-	results = []string{"ok", "unknown", "in_progress", "done", "in_doubt", "cancelled", "expired", "not_acting", "full"}
-	nameRE  = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+	actions = []string{"Issue", "Redeem", "Cancel", "Complete", "Decide", "Restart"}
+	results = []string{"ok", "unknown", "in_progress", "done", "in_doubt", "cancelled", "expired", "not_acting", "full",
+		"awaiting_approval", "declined", "decided", "self_approval", "not_approver", "in_band"}
+	nameRE = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+	// quorums are the approvals a confirmation of the traces may need.
+	quorums = []int{0, 1, 2}
 )
 
 // outcomes says which outcome kinds an event may carry: a Complete the
@@ -292,6 +366,12 @@ func parse(ndjson []byte) ([]event, error) {
 			return nil, fmt.Errorf("line %d: bad id %q", n, e.ID)
 		case !slices.Contains(outcomes(e), e.Outcome):
 			return nil, fmt.Errorf("line %d: %s %s with outcome %q", n, e.Action, e.Result, e.Outcome)
+		case e.Action == "Issue" && (!slices.Contains(quorums, e.Approvals) || e.Requester != "" && !nameRE.MatchString(e.Requester)),
+			e.Action != "Issue" && (e.Approvals != 0 || e.Requester != ""):
+			return nil, fmt.Errorf("line %d: %s with approvals %d, requester %q", n, e.Action, e.Approvals, e.Requester)
+		case e.Action == "Decide" && (!nameRE.MatchString(e.Approver) || e.Decision != "approve" && e.Decision != "decline"),
+			e.Action != "Decide" && (e.Approver != "" || e.Decision != ""):
+			return nil, fmt.Errorf("line %d: %s by %q, %q", n, e.Action, e.Approver, e.Decision)
 		}
 		evs = append(evs, e)
 	}
@@ -319,8 +399,9 @@ func module(evs []event, start time.Time, deployment string, bound int) (tla, cf
 		if n == len(evs)-1 {
 			sep = ""
 		}
-		fmt.Fprintf(&b, "  [t |-> %d, action |-> %q, id |-> %q, replica |-> %q, result |-> %q, outcome |-> %q]%s\n",
-			d/tick, e.Action, e.ID, e.Replica, e.Result, e.Outcome, sep)
+		fmt.Fprintf(&b, "  [t |-> %d, action |-> %q, id |-> %q, replica |-> %q, result |-> %q, outcome |-> %q, need |-> %d, requester |-> %q, approver |-> %q, approve |-> %s]%s\n",
+			d/tick, e.Action, e.ID, e.Replica, e.Result, e.Outcome, e.Approvals, e.Requester, e.Approver,
+			strings.ToUpper(strconv.FormatBool(e.Decision == "approve")), sep)
 		if e.ID != "" {
 			ids[e.ID] = true
 		}
@@ -329,6 +410,18 @@ func module(evs []event, start time.Time, deployment string, bound int) (tla, cf
 	b.WriteString(">>\n\n")
 	fmt.Fprintf(&b, "TraceApprovals == %s\n", set(ids))
 	fmt.Fprintf(&b, "TraceReplicas == %s\n", set(reps))
+	names := map[string]bool{}
+	for _, p := range approvers {
+		names[p.ID] = true
+	}
+	fmt.Fprintf(&b, "TraceApprovers == %s\n", set(names))
+	fmt.Fprintf(&b, "TraceAuthorized == %s\n", set(maps.Collect(func(yield func(string, bool) bool) {
+		for _, n := range authorized {
+			if !yield(n, true) {
+				return
+			}
+		}
+	})))
 	// What TLC prints for each state of the matching behaviour: the event
 	// just matched, not every variable (which would print every approval's
 	// record at every step and make the output grow with the square of the
@@ -352,9 +445,9 @@ func module(evs []event, start time.Time, deployment string, bound int) (tla, cf
     TTL = %d
     Lease = %d
     Grace = %d
-    Approvers = {}
-    Authorized = {}
-    Quorums = {0}
+    Approvers <- TraceApprovers
+    Authorized <- TraceAuthorized
+    Quorums = {0, 1, 2}
     Flaw = "none"
 INIT TraceInit
 NEXT TraceNext
@@ -580,7 +673,9 @@ func TestLedgerTracesAreBehaviours(t *testing.T) {
 	for _, want := range []string{"Issue ok", "Restart ok",
 		"Redeem ok", "Redeem unknown", "Redeem in_progress", "Redeem done", "Redeem in_doubt", "Redeem cancelled", "Redeem expired",
 		"Cancel ok", "Cancel done",
-		"Complete ok", "Complete in_doubt", "Complete done", "Complete not_acting", "Complete unknown"} {
+		"Complete ok", "Complete in_doubt", "Complete done", "Complete not_acting", "Complete unknown",
+		"Decide ok", "Decide decided", "Decide self_approval", "Decide not_approver", "Decide in_band", "Decide expired",
+		"Decide cancelled", "Redeem awaiting_approval", "Redeem declined"} {
 		if seen[want] == 0 {
 			t.Errorf("no trace contains %q; outcomes seen: %v", want, seen)
 		}
@@ -627,6 +722,16 @@ var mutations = []mutation{
 	// overwriting in doubt; and a Complete in time reported as refused.
 	{"Complete in_doubt->ok", []string{"shared"}, is("Complete", "in_doubt"), answer("ok", "done")},
 	{"Complete ok->in_doubt", []string{"shared"}, is("Complete", "ok"), answer("in_doubt", "done")},
+	// Out of band: a redeem before the approvals, or after a decline; a
+	// decision by the requester, by an unlisted approver, or after the
+	// outcome, recorded; and an approval reported refused.
+	{"Redeem awaiting_approval->ok", both, is("Redeem", "awaiting_approval"), answer("ok", "")},
+	{"Redeem declined->ok", both, is("Redeem", "declined"), answer("ok", "")},
+	{"Redeem declined->cancelled", both, is("Redeem", "declined"), answer("cancelled", "")},
+	{"Decide self_approval->ok", both, is("Decide", "self_approval"), answer("ok", "")},
+	{"Decide not_approver->ok", both, is("Decide", "not_approver"), answer("ok", "")},
+	{"Decide decided->ok", both, is("Decide", "decided"), answer("ok", "")},
+	{"Decide ok->decided", both, is("Decide", "ok"), answer("decided", "")},
 }
 
 // TestTraceCheckRejectsWrongResults is the negative control: in a trace

@@ -305,30 +305,3 @@ func ConcurrentDecide(t *testing.T, f Factory) {
 		})
 	}
 }
-
-// InBandOnly checks a store that does not support out-of-band approval
-// (see Factory.InBandOnly): Add refuses a confirmation that needs it with
-// an error that is no ledger answer and stores nothing, and Decide of an
-// in-band confirmation is ErrInBand, of an unknown one ErrUnknown.
-func InBandOnly(t *testing.T, f Factory) {
-	ctx := context.Background()
-	s := f.New(t)
-	conf := OutOfBand(Fresh(t), 1, "")
-	if err := s.Add(ctx, conf); ledger.ResultOf(err) != ledger.ResultError {
-		t.Fatalf("Add of a confirmation that needs out-of-band approval = %v, want an error that is no ledger answer", err)
-	}
-	if _, err := s.Spend(ctx, conf.ID, ledger.Acting, Long); !errors.Is(err, ledger.ErrUnknown) {
-		t.Fatalf("Redeem after the refused Add = %v, want ErrUnknown", err)
-	}
-	if _, err := s.Decide(ctx, conf.ID, alice, true); !errors.Is(err, ledger.ErrUnknown) {
-		t.Fatalf("Decide of an unknown confirmation = %v, want ErrUnknown", err)
-	}
-	inBand := Fresh(t)
-	add(t, s, inBand)
-	if _, err := s.Decide(ctx, inBand.ID, alice, true); !errors.Is(err, ledger.ErrInBand) {
-		t.Fatalf("Decide of an in-band confirmation = %v, want ErrInBand", err)
-	}
-	if r, err := s.Lookup(ctx, inBand.ID); err != nil || !equal(r.Confirmation, inBand) || r.State != ledger.Pending {
-		t.Fatalf("Lookup = %+v, %v; want the pending confirmation", r, err)
-	}
-}

@@ -5,7 +5,9 @@
 // failed or unknown, its lease ended, cancelled, expired — and checks the
 // record each retry is answered with; [Concurrent] races Spends, and
 // [ConcurrentComplete] races Completes and retries, of one confirmation;
-// [Model] runs all of it against spec/Ledger.tla's transcription.
+// [Approvals] walks out-of-band approval (decisions, four-eyes, awaiting,
+// declined) and [ConcurrentDecide] races approvers; [Model] runs all of it
+// against spec/Ledger.tla's transcription.
 //
 // Stores that server replicas share over the network (Redis, PostgreSQL)
 // also run the checks only a networked store needs: [Namespaces],
@@ -51,11 +53,6 @@ type Factory struct {
 	// s, as another server replica would open it. Nil for stores that cannot
 	// be shared (memory).
 	Replica func(t testing.TB, s ledger.Store) ledger.Store
-	// InBandOnly says the store does not support out-of-band approval
-	// yet: the suite then checks that its Add refuses every confirmation
-	// that needs it (so none can be redeemed unapproved) and that Decide
-	// answers as for an in-band confirmation, instead of [Approvals].
-	InBandOnly bool
 }
 
 // Run runs the whole suite against the stores f makes.
@@ -64,12 +61,8 @@ func Run(t *testing.T, f Factory) {
 	t.Run("Concurrent", func(t *testing.T) { Concurrent(t, f) })
 	t.Run("ConcurrentComplete", func(t *testing.T) { ConcurrentComplete(t, f) })
 	t.Run("Model", func(t *testing.T) { Model(t, f) })
-	if f.InBandOnly {
-		t.Run("InBandOnly", func(t *testing.T) { InBandOnly(t, f) })
-	} else {
-		t.Run("Approvals", func(t *testing.T) { Approvals(t, f) })
-		t.Run("ConcurrentDecide", func(t *testing.T) { ConcurrentDecide(t, f) })
-	}
+	t.Run("Approvals", func(t *testing.T) { Approvals(t, f) })
+	t.Run("ConcurrentDecide", func(t *testing.T) { ConcurrentDecide(t, f) })
 	if f.Replica != nil {
 		t.Run("Replicas", func(t *testing.T) { Replicas(t, f) })
 	}

@@ -314,7 +314,7 @@ func modelRun(t testing.TB, rt *rapid.T, f Factory) {
 		c := Fresh(rt)
 		c.ID = nextID()
 		c.Expires = now().Add(ttl).Truncate(time.Millisecond)
-		if !f.InBandOnly && rapid.Bool().Draw(rt, "outOfBand") {
+		if rapid.Bool().Draw(rt, "outOfBand") {
 			c.Approval = drawApproval(rt)
 		}
 		if err := stores[0].Add(ctx, c); err != nil {
