@@ -32,19 +32,23 @@ import (
 func TestRedisFailover(t *testing.T) {
 	for _, tc := range []struct {
 		name, query string
-		safe        bool
+		safe, stall bool
 	}{
-		{"replicas=1", "replicas=1&wait=500ms", true},
-		{"control: no WAIT", "", false},
+		{"replicas=1/stalled", "replicas=1&wait=500ms", true, true},
+		{"replicas=1/mid-flow", "replicas=1&wait=500ms", true, false},
+		{"control: no WAIT/stalled", "", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := failover.StartRedis(t)
 			stores := openThrough(t, set.URL(tc.query), tc.safe)
-			res := runFailover(t, failoverCase{
-				stores: stores, stall: set.Relay.Stall, crash: set.Crash,
+			c := failoverCase{
+				stores: stores, crash: set.Crash,
 				promote: set.WaitPromoted, reprovision: set.AttachReplica, opTimeout: 3 * time.Second,
-			})
-			res.verdict(t, tc.safe)
+			}
+			if tc.stall {
+				c.stall = set.Relay.Stall
+			}
+			runFailover(t, c).verdict(t, tc.safe)
 		})
 	}
 }
@@ -61,20 +65,21 @@ func TestRedisFailover(t *testing.T) {
 // accepts the first and refuses the second (ErrNotDurable).
 func TestPostgresFailover(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		synchronous bool
+		name               string
+		synchronous, stall bool
 	}{
-		{"synchronous standby", true},
-		{"control: asynchronous standby", false},
+		{"synchronous standby/stalled", true, true},
+		{"synchronous standby/mid-flow", true, false},
+		{"control: asynchronous standby/stalled", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := failover.StartPostgres(t, tc.synchronous)
 			stores := openThrough(t, set.URL(), tc.synchronous)
-			res := runFailover(t, failoverCase{
-				stores: stores, stall: set.Relay.Stall, crash: set.Crash,
-				promote: set.Promote, opTimeout: 2 * time.Second,
-			})
-			res.verdict(t, tc.synchronous)
+			c := failoverCase{stores: stores, crash: set.Crash, promote: set.Promote, opTimeout: 2 * time.Second}
+			if tc.stall {
+				c.stall = set.Relay.Stall
+			}
+			runFailover(t, c).verdict(t, tc.synchronous)
 		})
 	}
 }
@@ -109,8 +114,9 @@ func openThrough(t *testing.T, rawURL string, safe bool) []ledger.Store {
 }
 
 // A failoverCase is a replicated store under test: handles on it that
-// follow a failover, and how to stall its replication, crash its primary
-// and wait for the replica's promotion.
+// follow a failover, and how to stall its replication (nil: the primary
+// is killed with replication flowing), crash its primary and wait for the
+// replica's promotion.
 type failoverCase struct {
 	stores  []ledger.Store
 	stall   func()
@@ -139,7 +145,7 @@ type failoverResult struct {
 	wrong   []string                     // approvals answered otherwise than from their record
 	report  Report                       // porcupine's verdict on the whole history
 	timing  map[string]time.Duration     // phases, for the log
-	phase   map[ledger.Result]int        // answers to the redemptions during the stall
+	phase   map[ledger.Result]int        // first answers of the redemptions racing across the crash
 	byPhase map[string]map[ledger.ID]int // acts per phase
 }
 
@@ -150,10 +156,11 @@ type failoverResult struct {
 //  1. issue failoverApprovals approvals;
 //  2. redeem the first half, acting on each redemption (counted) and
 //     recording its outcome (Complete, done, with a result naming it);
-//  3. stall replication, redeem the second half the same way, and, once
-//     every racer has had an answer (or a failure), kill the primary and
-//     sever its link to the replica; the racers keep retrying on
-//     failures, through the crash and the promotion;
+//  3. stall replication (or not), redeem the second half the same way,
+//     and, once every racer has had an answer or a failure (a quarter of
+//     them, not stalled), kill the primary and sever its link to the
+//     replica; the racers keep retrying on failures, through the crash
+//     and the promotion;
 //  4. once promoted, and every lease has ended, retry every approval
 //     through both handles, acting on any redemption, and then once more
 //     to read its answer.
@@ -249,17 +256,26 @@ func runFailover(t *testing.T, c failoverCase) failoverResult {
 	res.timing["before the stall"] = time.Since(begin)
 
 	mu.Lock()
-	phaseName = "stalled, across the crash"
+	phaseName = "racing across the crash"
 	mu.Unlock()
-	c.stall()
+	// Stalled, the primary is killed once every racer had a reply (each
+	// is retrying, or done); mid-flow, once a quarter had, the others in
+	// flight.
+	racing := int32(len(ids)-len(half)) * int32(len(c.stores))
+	crashAt := racing
+	if c.stall != nil {
+		c.stall()
+	} else {
+		crashAt = max(racing/4, 1)
+	}
 	stalledAt := time.Now()
 	stop := make(chan struct{})
 	var returned atomic.Int32
 	racers := race(ids[len(ids)/2:], stop, &returned)
-	for returned.Load() < int32(len(ids)-len(half))*int32(len(c.stores)) {
-		time.Sleep(5 * time.Millisecond)
+	for returned.Load() < crashAt {
+		time.Sleep(time.Millisecond)
 	}
-	res.timing["stalled until every racer had a reply"] = time.Since(stalledAt)
+	res.timing["racing until the crash"] = time.Since(stalledAt)
 	c.crash()
 	res.timing["promotion"] = c.promote()
 	if c.reprovision != nil {
@@ -314,7 +330,7 @@ func (r failoverResult) verdict(t *testing.T, safe bool) {
 		}
 	}
 	t.Logf("timing: %v", r.timing)
-	t.Logf("redemptions while stalled, first replies: %v", r.phase)
+	t.Logf("racing across the crash, first replies: %v", r.phase)
 	for name, acts := range r.byPhase {
 		t.Logf("acted on %s: %d approval(s)", name, len(acts))
 	}
