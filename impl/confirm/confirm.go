@@ -82,7 +82,8 @@
 // principal (stdio, no authentication) excludes no one, though N distinct
 // approvers are still needed; the requester is named SubjectPrefix +
 // principal, which excludes them only if the caller's tokens and the
-// approvers' sign-in name people alike ([Options.Requester]).
+// approvers' sign-in name people alike ([Options.Requester]), and never
+// as a passkey (PasskeyPrefix…) they may hold.
 package confirm
 
 import (
