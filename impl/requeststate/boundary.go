@@ -103,6 +103,11 @@ type Options struct {
 	// never the token or key material); nil means slog.Default(), so that
 	// rejections are visible unless deliberately silenced.
 	Logger *slog.Logger
+	// Refused, if set, is called once for every call the boundary refuses,
+	// with the class of its reason (for metrics: package observe), before
+	// the refusal is returned. It must be safe for concurrent use and
+	// must not block.
+	Refused func(ctx context.Context, method string, class Refusal)
 }
 
 // A Boundary seals and verifies requestState. It is safe for concurrent use;
@@ -115,6 +120,7 @@ type Boundary struct {
 	principal func(context.Context, mcp.Request) (string, error)
 	now       func() time.Time
 	log       *slog.Logger
+	refused   func(context.Context, string, Refusal)
 }
 
 // New validates opts and returns a Boundary. Errors never contain key bytes.
@@ -153,6 +159,7 @@ func New(opts Options) (*Boundary, error) {
 		principal: opts.Principal,
 		now:       opts.Now,
 		log:       opts.Logger,
+		refused:   opts.Refused,
 	}
 	if b.principal == nil {
 		b.principal = userID
@@ -234,6 +241,9 @@ func (b *Boundary) Middleware() mcp.Middleware {
 				// arguments, and nothing runs.
 				b.log.LogAttrs(ctx, slog.LevelInfo, "arguments refused",
 					slog.String("method", method), slog.String("reason", err.Error()))
+				if b.refused != nil {
+					b.refused(ctx, method, RefusedArguments)
+				}
 				return nil, argumentsError(err)
 			}
 			if err != nil {
@@ -325,6 +335,9 @@ func argumentsError(err error) *jsonrpc.Error {
 func (b *Boundary) reject(ctx context.Context, method string, reason error) error {
 	b.log.LogAttrs(ctx, slog.LevelWarn, "requestState rejected",
 		slog.String("method", method), slog.String("reason", reason.Error()))
+	if b.refused != nil {
+		b.refused(ctx, method, refusalOf(reason))
+	}
 	return Rejection()
 }
 
