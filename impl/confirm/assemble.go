@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/observe"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 )
 
@@ -65,12 +66,18 @@ type Setup struct {
 	// approval page names approvers (Options.Requester). Default:
 	// SubjectPrefix + principal.
 	Requester func(principal string) string
+
+	// Telemetry, if set, counts and traces what the parts do: the store's
+	// latency, the boundary's refusals, the flow's steps, a span per
+	// tools/call (package observe). nil, the default, costs nothing. One
+	// Telemetry serves one server.
+	Telemetry *observe.Telemetry
 }
 
-// Parts are what a confirming server is built from. Install the boundary
-// as the server's receiving middleware (Run refuses to work without it),
-// run confirmed tools on the flow, and name the server (and any client it
-// opens) with Implementation.
+// Parts are what a confirming server is built from. Install Middleware
+// as the server's receiving middleware (it holds the boundary, without
+// which Run refuses to work), run confirmed tools on the flow, and name
+// the server (and any client it opens) with Implementation.
 type Parts struct {
 	Boundary       *requeststate.Boundary
 	Ledger         *ledger.Ledger
@@ -79,6 +86,10 @@ type Parts struct {
 	// Page is what Setup.Page made, to serve beside the MCP endpoint;
 	// nil without one.
 	Page Page
+	// Middleware is the receiving middleware to install, the first
+	// outermost: Setup.Telemetry's span per tools/call, if it traces,
+	// then the boundary's.
+	Middleware []mcp.Middleware
 }
 
 // Assemble builds the boundary, the ledger and the flow of s, with one TTL
@@ -100,18 +111,31 @@ func Assemble(s Setup) (Parts, error) {
 	if s.Store == nil {
 		s.Store = ledger.NewMemory(ledger.MemoryOptions{Now: s.Now})
 	}
-	boundary, err := requeststate.New(requeststate.Options{
+	opts := requeststate.Options{
 		Keys:      s.Keys,
 		TTL:       s.TTL,
 		Audience:  s.Name,
 		Principal: s.Principal,
 		Now:       s.Now,
 		Logger:    s.Logger,
-	})
+	}
+	events := s.Observe
+	if t := s.Telemetry; t != nil {
+		s.Store = t.Store(s.Store)
+		opts.Refused = t.Refused
+		switch traced := s.Observe; {
+		case !t.Metrics():
+		case traced != nil:
+			events = func(e ledger.Event) { traced(e); t.LedgerEvent(e) }
+		default:
+			events = t.LedgerEvent
+		}
+	}
+	boundary, err := requeststate.New(opts)
 	if err != nil {
 		return Parts{}, fmt.Errorf("confirm: %w", err)
 	}
-	l, err := ledger.New(s.Store, ledger.Options{TTL: s.TTL, Lease: s.Lease, Now: s.Now, Observe: s.Observe})
+	l, err := ledger.New(s.Store, ledger.Options{TTL: s.TTL, Lease: s.Lease, Now: s.Now, Observe: events})
 	if err != nil {
 		return Parts{}, fmt.Errorf("confirm: %w", err)
 	}
@@ -122,15 +146,20 @@ func Assemble(s Setup) (Parts, error) {
 		}
 	}
 	flow, err := New(Options{Ledger: l, Logger: s.Logger, Approval: s.Approval, Page: page,
-		Notify: s.Notify, Requester: s.Requester, Now: s.Now})
+		Notify: s.Notify, Requester: s.Requester, Now: s.Now, Telemetry: s.Telemetry})
 	if err != nil {
 		return Parts{}, err
 	}
-	return Parts{
+	p := Parts{
 		Boundary:       boundary,
 		Ledger:         l,
 		Flow:           flow,
 		Implementation: &mcp.Implementation{Name: s.Name, Version: s.Version},
 		Page:           page,
-	}, nil
+	}
+	if mw := s.Telemetry.Middleware(); mw != nil {
+		p.Middleware = append(p.Middleware, mw)
+	}
+	p.Middleware = append(p.Middleware, boundary.Middleware())
+	return p, nil
 }

@@ -97,6 +97,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/observe"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 )
 
@@ -174,6 +175,8 @@ type Options struct {
 	// Now is the clock a held older-era call compares expiry on.
 	// Default time.Now.
 	Now func() time.Time
+	// Telemetry, if set, counts and traces each step (package observe).
+	Telemetry *observe.Telemetry
 }
 
 // Flow runs confirmed steps. It is safe for concurrent use.
@@ -185,6 +188,7 @@ type Flow struct {
 	notifier        func(Notice)
 	requesterOf     func(string) string
 	now             func() time.Time
+	obs             *observe.Telemetry // nil: none
 }
 
 // New returns a Flow.
@@ -207,7 +211,7 @@ func New(opts Options) (*Flow, error) {
 		now = time.Now
 	}
 	return &Flow{ledger: opts.Ledger, log: log, approvalDefault: opts.Approval, page: opts.Page,
-		notifier: opts.Notify, requesterOf: opts.Requester, now: now}, nil
+		notifier: opts.Notify, requesterOf: opts.Requester, now: now, obs: opts.Telemetry}, nil
 }
 
 // Run executes one round of the exchange for a tools/call request.
@@ -227,6 +231,13 @@ func (f *Flow) Run(ctx context.Context, req *mcp.CallToolRequest, s Step) (*mcp.
 
 // ask is the first round: validate, record, and put the question.
 func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate.Binding, s Step) (*mcp.CallToolResult, error) {
+	ctx, span := f.obs.Start(ctx, observe.Ask, b.Target)
+	issued := false
+	defer func() {
+		if !issued {
+			span.EndRefused() // refused before the ledger was asked
+		}
+	}()
 	a := f.approval(s)
 	if err := a.Check(); err != nil || a.Mode != InBand && f.page == nil {
 		f.log.Error("confirm: a step's approval cannot be asked for; refusing", "tool", b.Target, "mode", a.Mode, "err", err)
@@ -259,6 +270,8 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 		}
 	}
 	c, err = f.ledger.Issue(ctx, c)
+	span.EndAsk(c, err)
+	issued = true
 	if err != nil {
 		f.log.Warn("confirm: issue failed", "tool", b.Target, "err", err)
 		if errors.Is(err, ledger.ErrFull) {
@@ -354,16 +367,23 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 	}
 	inputs := req.Params.InputResponses
 	if st.mode != OutOfBand && !st.yes && !approved(inputs[InputID]) {
-		return f.decline(ctx, id, "Not confirmed: nothing was done.")
+		f.obs.Answered(false)
+		return f.decline(ctx, id, b.Target, "Not confirmed: nothing was done.")
 	}
 	if st.mode != InBand && !accepted(inputs[ApproveInputID]) {
 		// The answer to the page's link approves nothing, but anything
 		// other than accept withdraws the request.
-		return f.decline(ctx, id, msgWithdrawn)
+		f.obs.Answered(false)
+		return f.decline(ctx, id, b.Target, msgWithdrawn)
 	}
+	if st.mode != OutOfBand && approved(inputs[InputID]) {
+		f.obs.Answered(true) // this request carries the person's yes
+	}
+	_, span := f.obs.Start(ctx, observe.Redeem, b.Target)
 	rec, err := f.ledger.Redeem(ctx, id)
 	if errors.Is(err, ledger.ErrAwaitingApproval) {
 		if !f.matches(rec, b) {
+			span.EndSpend(observe.Redeem, id, time.Time{}, err)
 			f.log.Error("confirm: confirmation does not match the call", "id", id, "tool", b.Target)
 			return refusal("This approval was given for a different action. Nothing was done."), nil
 		}
@@ -371,6 +391,7 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 			// Nothing spent: the client retries with the same state
 			// (the in-band yes, if any, now in it) once the approvers
 			// have decided.
+			span.EndSpend(observe.Redeem, id, time.Time{}, err)
 			f.log.Info("confirm: retry before the out-of-band decision", "id", id)
 			link := f.page.Link(id)
 			return &mcp.CallToolResult{
@@ -382,9 +403,11 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 		// until the decision.
 		rec, err = f.await(ctx, req, id, rec)
 		if ctx.Err() != nil {
+			span.EndSpend(observe.Redeem, id, time.Time{}, err)
 			return nil, err
 		}
 	}
+	span.EndSpend(observe.Redeem, id, f.issued(rec.Expires), err)
 	if errors.Is(err, ledger.ErrDeclined) && f.matches(rec, b) {
 		f.log.Info("confirm: declined out of band", "id", id)
 		return declinedBy(rec), nil
@@ -411,7 +434,8 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 		f.log.Info("confirm: retry answered from the record", "id", id, "state", rec.State)
 		return f.replay(id, rec, err), nil
 	}
-	res, err := s.Act(ctx, c)
+	actCtx, span := f.obs.Start(ctx, observe.Act, b.Target)
+	res, err := s.Act(actCtx, c)
 	kind := ledger.OutcomeDone
 	switch {
 	case err != nil && errors.Is(err, ErrOutcomeUnknown):
@@ -425,6 +449,7 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 	case res.IsError:
 		kind = ledger.OutcomeFailed
 	}
+	span.EndAct(kind)
 	if c.Approval != nil {
 		// Who approved, in the result (and so in its record, which every
 		// retry gets back): the ledger's record names them too.
@@ -437,16 +462,28 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 	return res, nil
 }
 
+// issued returns when a confirmation that expires at expires was issued,
+// for the time to decision; zero if expires is.
+func (f *Flow) issued(expires time.Time) time.Time {
+	if expires.IsZero() || f.obs == nil {
+		return time.Time{}
+	}
+	return expires.Add(-f.ledger.TTL())
+}
+
 // matches reports whether rec is the confirmation of the call b binds.
 func (f *Flow) matches(rec ledger.Record, b requeststate.Binding) bool {
 	c := rec.Confirmation
 	return c.Tool == b.Target && c.ArgsDigest == b.ArgsDigest && c.Principal == b.Principal
 }
 
-// decline cancels confirmation id, which the client's answer did not
-// approve, and answers msg.
-func (f *Flow) decline(ctx context.Context, id ledger.ID, msg string) (*mcp.CallToolResult, error) {
-	if _, err := f.ledger.Cancel(ctx, id); err != nil {
+// decline cancels confirmation id, of a call of tool, which the client's
+// answer did not approve, and answers msg.
+func (f *Flow) decline(ctx context.Context, id ledger.ID, tool, msg string) (*mcp.CallToolResult, error) {
+	_, span := f.obs.Start(ctx, observe.Cancel, tool)
+	c, err := f.ledger.Cancel(ctx, id)
+	span.EndSpend(observe.Cancel, id, f.issued(c.Expires), err)
+	if err != nil {
 		f.log.Info("confirm: cancel of an unusable confirmation", "id", id, "err", err)
 		return f.spendRefusal(err), nil
 	}
@@ -465,10 +502,12 @@ const recordTimeout = 5 * time.Second
 func (f *Flow) record(ctx context.Context, id ledger.ID, kind ledger.OutcomeKind, res *mcp.CallToolResult) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
+	ctx, span := f.obs.Start(ctx, observe.Complete, "")
 	b, err := json.Marshal(res)
 	if err == nil {
 		err = f.ledger.Complete(ctx, id, kind, b)
 	}
+	span.EndComplete(kind, err)
 	if err != nil {
 		f.log.Error("confirm: the outcome could not be recorded: retries will be told it is in doubt", "id", id, "outcome", kind, "err", err)
 		return

@@ -129,7 +129,7 @@ func (p *Proxy) decide(ctx context.Context, up relay.Upstream, name string) (Act
 
 // passThrough forwards an allowed call unchanged.
 func (p *Proxy) passThrough(ctx context.Context, up relay.Upstream, req *mcp.CallToolRequest, upState string) (*mcp.CallToolResult, error) {
-	res, err := up.CallTool(ctx, req, req.Params.Arguments, upState, req.Params.InputResponses)
+	res, err := p.forward(ctx, up, req, req.Params.Arguments, upState, req.Params.InputResponses)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 				return nil, confirm.Refuse("The call's arguments are not valid JSON. Nothing was done.")
 			}
 			// Exactly the arguments the digest covers, once, and never again.
-			res, err := up.CallTool(ctx, req, canon, "", nil)
+			res, err := p.forward(ctx, up, req, canon, "", nil)
 			if err != nil {
 				return nil, p.sendFailure(name, approved.ID, err)
 			}
@@ -314,7 +314,7 @@ func (p *Proxy) continueCall(ctx context.Context, up relay.Upstream, req *mcp.Ca
 		p.complete(ctx, id, ledger.OutcomeFailed, res)
 		return res, nil
 	}
-	res, err := up.CallTool(ctx, req, canon, upState, req.Params.InputResponses)
+	res, err := p.forward(ctx, up, req, canon, upState, req.Params.InputResponses)
 	if err != nil {
 		var r *confirm.Refusal
 		if errors.As(p.sendFailure(req.Params.Name, id, err), &r) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/observe"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/internal/relay"
 )
@@ -65,6 +66,7 @@ type Proxy struct {
 	relay        *relay.Relay
 	schemas      schemaCache
 	fingerprints fingerprintCache
+	obs          *observe.Telemetry // nil: none
 }
 
 // New connects to the upstream, checks the policy against the tools it
@@ -89,7 +91,7 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		// Every call its approval tables name would be refused.
 		return nil, fmt.Errorf("%w: its approval tables need the approval page (Options.Page: --public-url and the approvers' sign-in)", ErrPolicy)
 	}
-	p := &Proxy{log: opts.Logger, policy: opts.Policy}
+	p := &Proxy{log: opts.Logger, policy: opts.Policy, obs: opts.Telemetry}
 	parts, err := confirm.Assemble(opts.Setup)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
@@ -102,8 +104,9 @@ func New(ctx context.Context, opts Options) (*Proxy, error) {
 		Logger:           opts.Logger,
 		MaxSessions:      opts.MaxSessions,
 		// The boundary wraps the relay, so every requestState that crosses
-		// the wire is sealed and verified before the gate reads it.
-		Receiving: []mcp.Middleware{p.boundary.Middleware()},
+		// the wire is sealed and verified before the gate reads it
+		// (parts.Middleware: the boundary, inside the tracing span if any).
+		Receiving: parts.Middleware,
 		CallTool:  p.callTool,
 		// A denied tool is not offered to the model at all.
 		Listed: func(t *mcp.Tool) bool { return !p.policy.Hidden(t.Name) },

@@ -79,8 +79,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s := mcp.NewServer(parts.Implementation, &mcp.ServerOptions{Logger: opts.Logger})
 	// The boundary wraps everything after go-sdk's own legacy-era shim, so
-	// every requestState that crosses the wire is sealed and verified.
-	s.AddReceivingMiddleware(parts.Boundary.Middleware())
+	// every requestState that crosses the wire is sealed and verified
+	// (parts.Middleware: the boundary, inside the tracing span if any).
+	s.AddReceivingMiddleware(parts.Middleware...)
 	tool.Register(s)
 	return &Server{mcp: s, flow: flow, tool: tool, ttl: parts.Ledger.TTL(), log: opts.Logger}, nil
 }

@@ -1,0 +1,494 @@
+package observe_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/observe"
+	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
+	"github.com/mcp-confirm/mcp-confirm/impl/serve"
+	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
+	"github.com/mcp-confirm/mcp-confirm/internal/otlptest"
+	"github.com/mcp-confirm/mcp-confirm/internal/server"
+)
+
+var (
+	testKey = []byte("0123456789abcdef0123456789abcdef-observe-test")
+	discard = slog.New(slog.DiscardHandler)
+	eras    = []string{mcptest.EraMRTR, mcptest.EraLegacy}
+)
+
+// exporting returns a tracer provider that exports to a new in-process
+// OTLP/HTTP receiver, configured as an operator would: by
+// OTEL_EXPORTER_OTLP_ENDPOINT, through observe.FromEnv.
+func exporting(t *testing.T) (*sdktrace.TracerProvider, *otlptest.Receiver) {
+	t.Helper()
+	rcv := otlptest.Start(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
+	t.Setenv("OTEL_SERVICE_NAME", "observe-test")
+	tp, err := observe.FromEnv(context.Background(), "mcp-confirm", "test")
+	if err != nil || tp == nil {
+		t.Fatalf("FromEnv = %v, %v; want a provider", tp, err)
+	}
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	return tp, rcv
+}
+
+// A frontEnd is a running front end, its confirmed call, and what it
+// takes to check one: the HTTP URL it serves, and for the proxy the
+// traceparent the upstream received with the forwarded call.
+type frontEnd struct {
+	url      string
+	call     func() *mcp.CallToolParams
+	effects  func() int
+	upstream func() []string // traceparents the upstream received; nil: the server
+}
+
+// referenceServer runs internal/server with setup, over streamable HTTP,
+// deleting files of a temporary root.
+func referenceServer(t *testing.T, setup confirm.Setup) frontEnd {
+	t.Helper()
+	root := t.TempDir()
+	srv, err := server.New(server.Options{Setup: setup, Roots: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	var n int
+	var mu sync.Mutex
+	return frontEnd{
+		url: hs.URL,
+		call: func() *mcp.CallToolParams {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			path := filepath.Join(root, fmt.Sprintf("f%d.txt", n))
+			if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": path}}
+		},
+		effects: func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			left, _ := filepath.Glob(filepath.Join(root, "*"))
+			return n - len(left)
+		},
+	}
+}
+
+// proxied runs impl/proxy with setup in front of a go-sdk upstream with
+// one tool, echo, over streamable HTTP; the upstream records the _meta
+// traceparent of every call it receives.
+func proxied(t *testing.T, setup confirm.Setup) frontEnd {
+	t.Helper()
+	up := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	var mu sync.Mutex
+	var parents []string
+	type echoArgs struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(up, &mcp.Tool{Name: "echo"}, func(_ context.Context, req *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
+		mu.Lock()
+		tp, _ := req.Params.GetMeta()[observe.MetaTraceparent].(string)
+		parents = append(parents, tp)
+		mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := proxy.New(ctx, proxy.Options{
+		Setup: setup,
+		Connect: func(ctx context.Context) (mcp.Transport, error) {
+			ct, st := mcp.NewInMemoryTransports()
+			if _, err := up.Connect(ctx, st, nil); err != nil {
+				return nil, err
+			}
+			return ct, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	h, err := serve.NewHTTP(p.MCP(), serve.HTTPOptions{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	var n int
+	return frontEnd{
+		url: hs.URL,
+		call: func() *mcp.CallToolParams {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			return &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprint("call ", n)}}
+		},
+		effects: func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(parents)
+		},
+		upstream: func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(parents)
+		},
+	}
+}
+
+var frontEnds = []struct {
+	name string
+	new  func(*testing.T, confirm.Setup) frontEnd
+}{
+	{"server", referenceServer},
+	{"proxy", proxied},
+}
+
+// connect returns a real go-sdk client of era over streamable HTTP,
+// answering every question with yes (in 2026-07-28, its own retry loop
+// carries the answer).
+func connect(t *testing.T, fe frontEnd, era string, answer *mcptest.Answerer) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "observe-test", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: answer.Handle})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: fe.url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// newTraceparent returns a fresh sampled W3C traceparent, and its trace and
+// span ids: the client's span, which the server's spans must continue.
+func newTraceparent() (tp, traceID, spanID string) {
+	b := make([]byte, 24)
+	rand.Read(b)
+	traceID, spanID = hex.EncodeToString(b[:16]), hex.EncodeToString(b[16:])
+	return "00-" + traceID + "-" + spanID + "-01", traceID, spanID
+}
+
+// confirmedCall makes one confirmed call carrying meta, answered yes,
+// and checks that it acted.
+func confirmedCall(t *testing.T, fe frontEnd, era string, meta mcp.Meta) {
+	t.Helper()
+	before := fe.effects()
+	cs := connect(t, fe, era, mcptest.Accept())
+	p := fe.call()
+	p.Meta = meta
+	res, err := cs.CallTool(context.Background(), p)
+	if err != nil || res.IsError || res.NeedsInput() {
+		t.Fatalf("confirmed call: %v %s", err, mcptest.Describe(res))
+	}
+	if fe.effects() != before+1 {
+		t.Fatalf("the action took effect %d times, want once", fe.effects()-before)
+	}
+}
+
+// checkTree checks the spans of one confirmed call, all of trace traceID,
+// against the tree the package doc promises: one tools/call server span
+// per request (two rounds in 2026-07-28, one in the older era), each the
+// child of the client's span; confirm.ask under the first; confirm.redeem,
+// confirm.act and confirm.complete under the last; and for the proxy,
+// proxy.forward under confirm.act, the span the upstream was told of.
+func checkTree(spans []otlptest.Span, traceID, clientSpan, era string, upstream []string) error {
+	byName := map[string][]otlptest.Span{}
+	for _, s := range spans {
+		if s.TraceID != traceID {
+			return fmt.Errorf("span %s is of trace %s, not the client's", s.Name, s.TraceID)
+		}
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	requests := 2
+	if era == mcptest.EraLegacy {
+		requests = 1
+	}
+	want := map[string]int{"tools/call": requests, "confirm.ask": 1, "confirm.redeem": 1, "confirm.act": 1, "confirm.complete": 1}
+	if upstream != nil {
+		want["proxy.forward"] = 1
+	}
+	for name, n := range want {
+		if len(byName[name]) != n {
+			return fmt.Errorf("%d %s spans, want %d", len(byName[name]), name, n)
+		}
+	}
+	if len(spans) != requests+4+want["proxy.forward"] {
+		return fmt.Errorf("%d spans, want %d", len(spans), requests+4+want["proxy.forward"])
+	}
+	rounds := byName["tools/call"]
+	for _, r := range rounds {
+		if r.ParentID != clientSpan || r.Kind != "SPAN_KIND_SERVER" {
+			return fmt.Errorf("tools/call span %s: parent %s kind %s, want the client's span %s, server", r.SpanID, r.ParentID, r.Kind, clientSpan)
+		}
+	}
+	// The ask is under one request, the rest under one (the same in the
+	// older era, the other in 2026-07-28).
+	ask, redeem := byName["confirm.ask"][0], byName["confirm.redeem"][0]
+	act, complete := byName["confirm.act"][0], byName["confirm.complete"][0]
+	isRound := func(id string) bool {
+		return slices.ContainsFunc(rounds, func(r otlptest.Span) bool { return r.SpanID == id })
+	}
+	if !isRound(ask.ParentID) || !isRound(redeem.ParentID) || act.ParentID != redeem.ParentID || complete.ParentID != redeem.ParentID {
+		return fmt.Errorf("confirm spans not under the request spans")
+	}
+	if era == mcptest.EraMRTR && ask.ParentID == redeem.ParentID {
+		return fmt.Errorf("the ask and the redemption are under one request span in 2026-07-28")
+	}
+	if ask.Attrs["mcp_confirm.id"] == "" || ask.Attrs["mcp_confirm.id"] != redeem.Attrs["mcp_confirm.id"] {
+		return fmt.Errorf("ask and redeem name confirmations %q and %q", ask.Attrs["mcp_confirm.id"], redeem.Attrs["mcp_confirm.id"])
+	}
+	if redeem.Attrs["mcp_confirm.result"] != "ok" || act.Attrs["mcp_confirm.outcome"] != "done" || complete.Attrs["mcp_confirm.result"] != "ok" {
+		return fmt.Errorf("redeem %v, act %v, complete %v", redeem.Attrs, act.Attrs, complete.Attrs)
+	}
+	if upstream != nil {
+		fwd := byName["proxy.forward"][0]
+		if fwd.ParentID != act.SpanID {
+			return fmt.Errorf("proxy.forward's parent is %s, want confirm.act %s", fwd.ParentID, act.SpanID)
+		}
+		if want := "00-" + traceID + "-" + fwd.SpanID + "-01"; len(upstream) != 1 || upstream[0] != want {
+			return fmt.Errorf("the upstream was told %q, want [%s]", upstream, want)
+		}
+	}
+	return nil
+}
+
+// TestTraceSpanTree: a confirmed call through each front end, in each
+// protocol era, whose client names its span in _meta.traceparent, is
+// exported over OTLP/HTTP to an in-process receiver as the span tree the
+// package doc promises, under the client's trace id; the proxy's
+// upstream is told of the proxy.forward span. The spans carry no
+// argument (the path or text of the call).
+func TestTraceSpanTree(t *testing.T) {
+	for _, f := range frontEnds {
+		for _, era := range eras {
+			t.Run(f.name+"/"+era, func(t *testing.T) {
+				tp, rcv := exporting(t)
+				tel, err := observe.New(observe.Options{TracerProvider: tp})
+				if err != nil {
+					t.Fatal(err)
+				}
+				fe := f.new(t, confirm.Setup{Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel})
+				parent, traceID, clientSpan := newTraceparent()
+				confirmedCall(t, fe, era, mcp.Meta{observe.MetaTraceparent: parent, observe.MetaTracestate: "vendor=1"})
+				if err := tp.ForceFlush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				spans := rcv.Trace(traceID)
+				var upstream []string
+				if fe.upstream != nil {
+					upstream = fe.upstream()
+				}
+				if err := checkTree(spans, traceID, clientSpan, era, upstream); err != nil {
+					t.Fatalf("%v; the spans:\n%s", err, otlptest.Tree(rcv.Spans()))
+				}
+				for _, s := range rcv.Spans() {
+					for k, v := range s.Attrs {
+						if strings.Contains(v, "f1.txt") || strings.Contains(v, "call 1") {
+							t.Errorf("span %s attribute %s carries an argument: %q", s.Name, k, v)
+						}
+					}
+					if s.Service != "observe-test" {
+						t.Errorf("span %s of service %q, want OTEL_SERVICE_NAME's", s.Name, s.Service)
+					}
+				}
+				if n, bad := rcv.Requests(); n == 0 || len(bad) > 0 {
+					t.Fatalf("%d export requests, undecodable: %v", n, bad)
+				}
+			})
+		}
+	}
+}
+
+// TestTraceTreeChecker: the checker of TestTraceSpanTree fails on the
+// trees of broken wiring: a front end that installs only the boundary
+// (no span per request: the steps are roots of their own trace), and a
+// client span the server did not continue.
+func TestTraceTreeChecker(t *testing.T) {
+	tp, rcv := exporting(t)
+	tel, err := observe.New(observe.Options{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := confirm.Assemble(confirm.Setup{Name: "broken", Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mcp.NewServer(parts.Implementation, nil)
+	s.AddReceivingMiddleware(parts.Boundary.Middleware()) // the span middleware left out
+	mcp.AddTool(s, &mcp.Tool{Name: "act", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		res, err := parts.Flow.Run(ctx, req, confirm.Step{
+			Ask: func(context.Context) (confirm.Question, error) { return confirm.Question{Message: "Act?"}, nil },
+			Act: func(context.Context, ledger.Confirmation) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			},
+		})
+		return res, nil, err
+	})
+	cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Answer: mcptest.Accept(), Era: mcptest.EraLegacy})
+	parent, traceID, clientSpan := newTraceparent()
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "act", Meta: mcp.Meta{observe.MetaTraceparent: parent}}); err != nil {
+		t.Fatal(err)
+	}
+	tp.ForceFlush(context.Background())
+	spans := rcv.Spans()
+	if len(spans) != 4 {
+		t.Fatalf("%d spans, want the 4 steps:\n%s", len(spans), otlptest.Tree(spans))
+	}
+	if err := checkTree(spans, traceID, clientSpan, mcptest.EraLegacy, nil); err == nil {
+		t.Fatal("the checker passed the steps of an unwrapped front end")
+	}
+
+	// A good tree, checked against a client span it does not continue.
+	fe := referenceServer(t, confirm.Setup{Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel})
+	parent, traceID, clientSpan = newTraceparent()
+	confirmedCall(t, fe, mcptest.EraLegacy, mcp.Meta{observe.MetaTraceparent: parent})
+	tp.ForceFlush(context.Background())
+	if err := checkTree(rcv.Trace(traceID), traceID, clientSpan, mcptest.EraLegacy, nil); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	_, _, otherSpan := newTraceparent()
+	if err := checkTree(rcv.Trace(traceID), traceID, otherSpan, mcptest.EraLegacy, nil); err == nil {
+		t.Fatal("the checker passed a tree that did not continue the client's span")
+	}
+}
+
+// TestTraceparentInvalid: a traceparent that is not valid W3C Trace
+// Context starts a new trace — the request span is a root of a trace
+// other than the one the value names, marked
+// mcp_confirm.traceparent_invalid — and the call is served as any other.
+// No traceparent at all starts a new trace too, unmarked.
+func TestTraceparentInvalid(t *testing.T) {
+	_, traceID, spanID := newTraceparent()
+	for _, tt := range []struct {
+		name string
+		tp   any // nil: no traceparent
+	}{
+		{"absent", nil},
+		{"not a string", 42},
+		{"upper-case hex", "00-" + strings.ToUpper(traceID) + "-" + spanID + "-01"},
+		{"zero trace id", "00-" + strings.Repeat("0", 32) + "-" + spanID + "-01"},
+		{"zero span id", "00-" + traceID + "-" + strings.Repeat("0", 16) + "-01"},
+		{"version ff", "ff-" + traceID + "-" + spanID + "-01"},
+		{"short trace id", "00-" + traceID[2:] + "-" + spanID + "-01"},
+		{"trailing data in version 00", "00-" + traceID + "-" + spanID + "-01-extra"},
+		{"not hex", "00-" + strings.Repeat("g", 32) + "-" + spanID + "-01"},
+		{"huge", "00-" + traceID + "-" + spanID + "-01" + strings.Repeat("-x", 4096)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tp, rcv := exporting(t)
+			tel, err := observe.New(observe.Options{TracerProvider: tp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fe := referenceServer(t, confirm.Setup{Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel})
+			var meta mcp.Meta
+			if tt.tp != nil {
+				meta = mcp.Meta{observe.MetaTraceparent: tt.tp}
+			}
+			confirmedCall(t, fe, mcptest.EraLegacy, meta)
+			tp.ForceFlush(context.Background())
+			spans := rcv.Spans()
+			var request []otlptest.Span
+			for _, s := range spans {
+				if s.TraceID == traceID {
+					t.Fatalf("span %s continued the invalid traceparent's trace", s.Name)
+				}
+				if s.Name == "tools/call" {
+					request = append(request, s)
+				}
+			}
+			if len(request) != 1 || request[0].ParentID != "" {
+				t.Fatalf("want one root tools/call span:\n%s", otlptest.Tree(spans))
+			}
+			if got, want := request[0].Attrs["mcp_confirm.traceparent_invalid"], map[bool]string{true: "", false: "true"}[tt.tp == nil]; got != want {
+				t.Fatalf("traceparent_invalid = %q, want %q", got, want)
+			}
+			if err := checkTree(rcv.Trace(request[0].TraceID), request[0].TraceID, "", mcptest.EraLegacy, nil); err != nil {
+				t.Fatalf("the new trace is not the call's tree: %v\n%s", err, otlptest.Tree(spans))
+			}
+		})
+	}
+}
+
+// TestTracesOffByDefault: without an OTEL_* variable that names an
+// exporter, FromEnv returns no provider, New returns no Telemetry, and
+// the assembled parts are the boundary alone; with OTEL_TRACES_EXPORTER
+// or OTEL_SDK_DISABLED saying so, an endpoint set does not turn them on;
+// an exporter or protocol this build lacks is refused, not ignored.
+func TestTracesOffByDefault(t *testing.T) {
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED",
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	ctx := context.Background()
+	if tp, err := observe.FromEnv(ctx, "s", "v"); tp != nil || err != nil {
+		t.Fatalf("FromEnv with no OTEL_* = %v, %v; want nil, nil", tp, err)
+	}
+	if tel, err := observe.New(observe.Options{}); tel != nil || err != nil {
+		t.Fatalf("New with nothing on = %v, %v; want nil, nil", tel, err)
+	}
+	parts, err := confirm.Assemble(confirm.Setup{Name: "off", Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts.Middleware) != 1 {
+		t.Fatalf("%d receiving middleware without telemetry, want the boundary alone", len(parts.Middleware))
+	}
+	rcv := otlptest.Start(t)
+	for _, tt := range []struct {
+		name    string
+		env     map[string]string
+		on      bool
+		refused string
+	}{
+		{"endpoint", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL}, true, ""},
+		{"traces endpoint", map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": rcv.URL + "/v1/traces"}, true, ""},
+		{"exporter otlp", map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, true, ""},
+		{"exporter none", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_TRACES_EXPORTER": "none"}, false, ""},
+		{"sdk disabled", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_SDK_DISABLED": "true"}, false, ""},
+		{"exporter console", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_TRACES_EXPORTER": "console"}, false, "OTEL_TRACES_EXPORTER"},
+		{"protocol grpc", map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": rcv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, false, "OTEL_EXPORTER_OTLP_PROTOCOL"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			tp, err := observe.FromEnv(ctx, "s", "v")
+			if tp != nil {
+				defer tp.Shutdown(ctx)
+			}
+			switch {
+			case tt.refused != "":
+				if err == nil || !strings.Contains(err.Error(), tt.refused) {
+					t.Fatalf("err = %v, want one naming %s", err, tt.refused)
+				}
+			case err != nil || (tp != nil) != tt.on:
+				t.Fatalf("FromEnv = %v, %v; want on=%v", tp, err, tt.on)
+			}
+		})
+	}
+	if n, _ := rcv.Requests(); n != 0 {
+		t.Fatalf("the receiver got %d export requests from providers that made no spans", n)
+	}
+}
