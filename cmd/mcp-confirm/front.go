@@ -30,7 +30,8 @@ type frontFlags struct {
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
 	maxHeaderBytes    int
-	auth              authFlags // auth.go
+	auth              authFlags    // auth.go
+	observe           observeFlags // observe.go
 	// page, if set (by out-of-band approval, approval.go), is served
 	// beside the MCP endpoint under its prefix, outside auth.
 	page *approve.Handler
@@ -49,6 +50,7 @@ func (f *frontFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", serve.DefaultIdleTimeout, "HTTP: close a keep-alive connection idle this long")
 	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", serve.DefaultMaxHeaderBytes, "HTTP: largest request headers accepted")
 	f.auth.register(fs)
+	f.observe.register(fs)
 }
 
 // resolve checks the flags fs parsed and records ttl, to which the unset
@@ -76,6 +78,9 @@ func (f *frontFlags) resolve(fs *flag.FlagSet, ttl time.Duration) error {
 		return fmt.Errorf("--max-message-bytes %d: at most 1 GiB", f.maxMessageBytes)
 	}
 	if err := f.auth.check(f.httpAddr); err != nil {
+		return err
+	}
+	if err := f.observe.check(); err != nil {
 		return err
 	}
 	f.ttl = ttl

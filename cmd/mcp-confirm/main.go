@@ -181,7 +181,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return code
 	}
 	defer shared.close()
-	setup := confirm.Setup{Name: c.shared.name, Keys: shared.keys, TTL: c.ttl, Store: shared.store, Logger: log}
+	tel, stopTelemetry, err := c.front.observe.open(ctx, log, c.shared.url, c.shared.name)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
+		return 2
+	}
+	defer stopTelemetry()
+	setup := confirm.Setup{Name: c.shared.name, Keys: shared.keys, TTL: c.ttl, Store: shared.store, Logger: log, Telemetry: tel}
 	if err := c.approval.apply(ctx, &setup, c.front.auth.publicURL, shared.keys, log); err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm: %v\n", err)
 		return 2

@@ -148,6 +148,12 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return code
 	}
 	defer shared.close()
+	tel, stopTelemetry, err := c.front.observe.open(ctx, log, c.shared.url, c.shared.name)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
+		return 2
+	}
+	defer stopTelemetry()
 
 	env, unset := upstreamEnv(os.Environ(), runtime.GOOS, c.upstreamEnv)
 	for _, name := range unset {
@@ -167,7 +173,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		cmd.Stderr = stderr
 		return &mcp.CommandTransport{Command: cmd}, nil
 	}
-	setup := confirm.Setup{Name: c.shared.name, Keys: shared.keys, TTL: c.ttl, Lease: c.lease, Store: shared.store, Logger: log}
+	setup := confirm.Setup{Name: c.shared.name, Keys: shared.keys, TTL: c.ttl, Lease: c.lease, Store: shared.store, Logger: log, Telemetry: tel}
 	if err := c.approval.apply(ctx, &setup, c.front.auth.publicURL, shared.keys, log); err != nil {
 		fmt.Fprintf(stderr, "mcp-confirm proxy: %v\n", err)
 		return 2
