@@ -1,0 +1,169 @@
+package observe_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/observe"
+	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+)
+
+// benchPath is the path the benchmark's question names, as in
+// impl/confirm's call benchmarks.
+const benchPath = "/srv/data/reports/2026/q3-summary.pdf"
+
+// benchServer is a confirming server assembled from setup (its store in
+// memory) whose one tool, delete_file, asks about a path, passed through
+// prompt.Value, and acts with a stub: the confirmed call of impl/confirm's
+// BenchmarkCallConfirmed, through the receiving middleware confirm.Assemble
+// returns.
+func benchServer(b *testing.B, setup confirm.Setup) *mcp.Server {
+	b.Helper()
+	setup.Name, setup.Keys, setup.Logger = "bench", [][]byte{testKey}, discard
+	parts, err := confirm.Assemble(setup)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := mcp.NewServer(parts.Implementation, &mcp.ServerOptions{Logger: discard})
+	s.AddReceivingMiddleware(parts.Middleware...)
+	type args struct {
+		Path string `json:"path"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "delete_file"}, func(ctx context.Context, req *mcp.CallToolRequest, in args) (*mcp.CallToolResult, any, error) {
+		res, err := parts.Flow.Run(ctx, req, confirm.Step{
+			Ask: func(context.Context) (confirm.Question, error) {
+				return confirm.Question{Message: fmt.Sprintf("Delete the file %s (48213 bytes)? This cannot be undone.", prompt.Value(in.Path, prompt.Options{})), Subject: "inode 1234567"}, nil
+			},
+			Act: func(context.Context, ledger.Confirmation) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Deleted " + prompt.Value(in.Path, prompt.Options{}) + "."}}}, nil
+			},
+		})
+		return res, nil, err
+	})
+	return s
+}
+
+// benchClient connects a 2026-07-28 client that answers yes to s over the
+// in-memory transport.
+func benchClient(b *testing.B, s *mcp.Server) *mcp.ClientSession {
+	b.Helper()
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ss.Close() })
+	yes := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench-client", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: yes})
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// benchCall makes the confirmed two-round call, naming the client's span
+// in _meta.traceparent (sampled), and checks it acted.
+func benchCall(cs *mcp.ClientSession, traceparent string) error {
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{
+		Name:      "delete_file",
+		Arguments: map[string]any{"path": benchPath},
+		Meta:      mcp.Meta{observe.MetaTraceparent: traceparent},
+	})
+	if err != nil {
+		return err
+	}
+	if res.IsError || res.NeedsInput() || len(res.Content) != 1 || !strings.HasPrefix(res.Content[0].(*mcp.TextContent).Text, "Deleted ") {
+		return fmt.Errorf("call did not complete: %s", res.Content)
+	}
+	return nil
+}
+
+// BenchmarkObservabilityRatio alternates the same confirmed call (two
+// rounds through a real go-sdk client and server, the boundary, the flow
+// and the in-memory ledger, the action stubbed) through three servers, call
+// by call in one loop, in turn first, so that all see the same machine: off (no
+// telemetry), metrics (Prometheus only) and on (metrics, and traces: every
+// call sampled by its client's traceparent, six spans batched and
+// exported over OTLP/HTTP by observe.FromEnv's provider to a loopback
+// collector that reads and drops them, standing in for a remote one). It
+// reports each one's wall-clock time per call and on/off (the target is at
+// most 1.05) and metrics/off. The audit trail (issue 29's third part) is
+// not in it yet.
+func BenchmarkObservabilityRatio(b *testing.B) {
+	var exported atomic.Int64
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		exported.Add(n)
+	}))
+	b.Cleanup(collector.Close)
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+	tp, err := observe.FromEnv(context.Background(), "bench", "bench")
+	if err != nil || tp == nil {
+		b.Fatalf("FromEnv: %v, %v", tp, err)
+	}
+	metrics, err := observe.New(observe.Options{Metrics: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	on, err := observe.New(observe.Options{Metrics: true, TracerProvider: tp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	servers := []struct {
+		name string
+		cs   *mcp.ClientSession
+		took time.Duration
+	}{
+		{name: "off", cs: benchClient(b, benchServer(b, confirm.Setup{}))},
+		{name: "metrics", cs: benchClient(b, benchServer(b, confirm.Setup{Telemetry: metrics}))},
+		{name: "on", cs: benchClient(b, benchServer(b, confirm.Setup{Telemetry: on}))},
+	}
+	parent, _, _ := newTraceparent()
+	for range 100 { // first-use costs on no one's time
+		for _, s := range servers {
+			if err := benchCall(s.cs, parent); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for k := 0; b.Loop(); k++ {
+		// Each takes each place in turn: the one after another's call
+		// would otherwise pay for its garbage every time.
+		for j := range servers {
+			i := (k + j) % len(servers)
+			t0 := time.Now()
+			if err := benchCall(servers[i].cs, parent); err != nil {
+				b.Fatal(err)
+			}
+			servers[i].took += time.Since(t0)
+		}
+	}
+	b.StopTimer()
+	if err := tp.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if exported.Load() == 0 {
+		b.Fatal("no span was exported")
+	}
+	for _, s := range servers {
+		b.ReportMetric(float64(s.took.Nanoseconds())/float64(b.N), s.name+"-ns/call")
+	}
+	b.ReportMetric(float64(servers[2].took)/float64(servers[0].took), "on/off")
+	b.ReportMetric(float64(servers[1].took)/float64(servers[0].took), "metrics/off")
+}
