@@ -14,6 +14,7 @@ func TestKind(t *testing.T) {
 		{"redis://127.0.0.1:6379/0", "redis"},
 		{"rediss://h/1", "redis"},
 		{"unix:///run/redis.sock", "redis"},
+		{"redis-sentinel://h1:26379,h2:26379/mymaster?replicas=1", "redis"},
 		{"postgres://u@h/db", "postgres"},
 		{"POSTGRESQL://u@h/db", "postgres"},
 		{"mysql://u:pw@h/db", ""},
