@@ -360,3 +360,101 @@ func TestBinaryApprovePasskeyEnrolment(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryProxyApproveOutOfBand runs the built binary as a proxy in
+// front of the built reference server (over stdio), its policy's
+// [[approval]] table naming delete_file, with a real OpenID Connect
+// provider: carol's agent is sent to the proxy's approval page; once
+// alice approves there (the person at the agent's side says so by
+// answering the link), the call is forwarded once, the upstream asks its
+// own question, and the file is deleted, the result naming alice. Both
+// eras.
+func TestBinaryProxyApproveOutOfBand(t *testing.T) {
+	port := freePort(t)
+	base := "http://127.0.0.1:" + port
+	is := approvetest.StartIssuer(t, base+"/approve/callback", map[string][]string{"alice": {"ops"}, "carol": {"ops"}})
+	dir := t.TempDir()
+	root := filepath.Join(dir, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const token = "carol-token-0123456789abcdef"
+	sum := sha256.Sum256([]byte(token))
+	tokens, secret, policy := filepath.Join(dir, "tokens"), filepath.Join(dir, "client-secret"), filepath.Join(dir, "policy.toml")
+	for name, content := range map[string]string{
+		tokens: "sha256:" + hex.EncodeToString(sum[:]) + " carol\n",
+		secret: approvetest.ClientSecret + "\n",
+		policy: "name = \"reference\"\n[[approval]]\ntools = [\"delete_file\"]\nmode = \"out-of-band\"\napprovers = [\"group:ops\"]\n",
+	} {
+		if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := binary(t)
+	p := startBinary(t, nil, "proxy", "--policy", policy, "--http", "127.0.0.1:"+port, "--public-url", base, "--auth-tokens", tokens,
+		"--approve-issuer", is.URL, "--approve-client-id", approvetest.ClientID, "--approve-client-secret-file", secret,
+		"--approve-groups-claim", "groups", "--approve-scopes", "groups", "--allow-http-approve-issuer",
+		"--", bin, "--root", root)
+
+	for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
+		t.Run(era, func(t *testing.T) {
+			file := filepath.Join(root, "report-"+era+".txt")
+			if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			links := make(chan string, 1)
+			approved := make(chan struct{})
+			var forms int
+			// The person beside the agent: the page's link is answered
+			// once alice has approved; the upstream's own question yes.
+			handler := func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				if req.Params.Mode != "url" {
+					forms++
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+				}
+				select {
+				case links <- req.Params.URL:
+				default:
+				}
+				select {
+				case <-approved:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			}
+			client := mcp.NewClient(&mcp.Implementation{Name: "carol's agent", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: handler,
+				Capabilities:       &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+			})
+			cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: p.url, HTTPClient: &http.Client{Transport: bearerTransport{token}}}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			var res *mcp.CallToolResult
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": file}})
+			}()
+			var link string
+			select {
+			case link = <-links:
+			case <-done:
+				t.Fatalf("the call returned before the approval: err=%v res=%s\n%s", err, mcptest.Describe(res), p.stderr)
+			}
+			wantFile(t, file, true)
+			approveOnPage(t, link, base)
+			close(approved)
+			<-done
+			if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "sub:alice") {
+				t.Fatalf("after the approval: want the deletion, approved by alice; got err=%v res=%s\n%s", err, mcptest.Describe(res), p.stderr)
+			}
+			if forms != 1 {
+				t.Fatalf("the upstream's own question was asked %d times, want once", forms)
+			}
+			wantFile(t, file, false)
+		})
+	}
+}

@@ -451,11 +451,15 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 	}
 	span.EndAct(kind)
 	if c.Approval != nil {
-		// Who approved, in the result (and so in its record, which every
-		// retry gets back): the ledger's record names them too.
 		f.log.Info("confirm: approved out of band", "id", id, "decisions", len(rec.Decisions))
+	}
+	if c.Approval != nil && res.InputRequests == nil {
+		// Who approved, in the result (and so in its record, which every
+		// retry gets back): the ledger's record names them too. A result
+		// that asks for more input (a proxy's upstream asking a follow-up
+		// question) has no content: its front end names them at the end.
 		cp := *res
-		cp.Content = append([]mcp.Content{&mcp.TextContent{Text: approvedBy(rec)}}, res.Content...)
+		cp.Content = append([]mcp.Content{&mcp.TextContent{Text: ApprovedBy(rec)}}, res.Content...)
 		res = &cp
 	}
 	f.record(ctx, id, kind, res)

@@ -293,8 +293,10 @@ func approversNeeded(n int) string {
 // approval page does.
 const timeLayout = "2006-01-02 15:04:05 UTC"
 
-// approvedBy says who approved rec out of band, for the tool result.
-func approvedBy(rec ledger.Record) string {
+// ApprovedBy says who approved rec out of band, and when, as the tool
+// result of an approved call begins: for a front end whose call ends in
+// a later round (a proxy's upstream that asked a follow-up question).
+func ApprovedBy(rec ledger.Record) string {
 	var who []string
 	for _, d := range rec.Decisions {
 		if d.Approve {

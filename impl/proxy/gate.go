@@ -29,6 +29,10 @@ const (
 	// continuePrefix + ledger id + "." + upstream state: an approved call the
 	// upstream asked more of. The id is single-use, like the approval.
 	continuePrefix = "proxy.v1.continue."
+	// continueApprovedPrefix + ledger id + "." + the approved call's ledger
+	// id + "." + upstream state: the same, for a call approved out of
+	// band, whose final result names its approvers.
+	continueApprovedPrefix = "proxy.v1.continue-approved."
 )
 
 // callTool runs one round of a downstream tools/call (the relay's
@@ -50,7 +54,7 @@ func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallTo
 			return refusal("The tool %s now needs a confirmation; call it again. Nothing was done.", showValue(name, nameWidth)), nil
 		}
 		return p.passThrough(ctx, up, req, strings.TrimPrefix(state, passPrefix))
-	case strings.HasPrefix(state, continuePrefix):
+	case strings.HasPrefix(state, continuePrefix), strings.HasPrefix(state, continueApprovedPrefix):
 		return p.continueCall(ctx, up, req)
 	case strings.HasPrefix(state, askPrefix):
 		// The answer to the proxy's question: confirm redeems it, then acts.
@@ -65,7 +69,7 @@ func (p *Proxy) callTool(ctx context.Context, up relay.Upstream, req *mcp.CallTo
 		cp := *req.Params
 		cp.RequestState = inner
 		res, err := p.flow.Run(ctx, &mcp.CallToolRequest{Session: req.Session, Params: &cp, Extra: req.Extra}, p.step(up, req, nil, fp, approval))
-		if err == nil && res != nil && res.InputRequests != nil && !strings.HasPrefix(res.RequestState, continuePrefix) {
+		if err == nil && res != nil && res.InputRequests != nil && !continuing(res.RequestState) {
 			// Still waiting for out-of-band approval: the state the
 			// client retries with binds the same fingerprint. (An
 			// upstream's follow-up question has a state of its own.)
@@ -204,7 +208,7 @@ func (p *Proxy) step(up relay.Upstream, req *mcp.CallToolRequest, def *mcp.Tool,
 			if err != nil {
 				return nil, p.sendFailure(name, approved.ID, err)
 			}
-			return p.continuation(ctx, res, approved)
+			return p.continuation(ctx, res, approved, approved.ID)
 		},
 	}
 }
@@ -268,11 +272,18 @@ func (p *Proxy) sendFailure(name string, id ledger.ID, err error) error {
 	return fmt.Errorf("proxy: %s was forwarded once and its reply lost (%v): %w", name, err, confirm.ErrOutcomeUnknown)
 }
 
+// continuing reports whether state is a continuation's.
+func continuing(state string) bool {
+	return strings.HasPrefix(state, continuePrefix) || strings.HasPrefix(state, continueApprovedPrefix)
+}
+
 // continuation lets a confirmed call's upstream ask for more input (an
 // input_required result of the 2026-07-28 era): the round that carries the
 // answer is recorded as a new single-use confirmation, so the sealed state
-// cannot be replayed to send the call again.
-func (p *Proxy) continuation(ctx context.Context, res *mcp.CallToolResult, approved ledger.Confirmation) (*mcp.CallToolResult, error) {
+// cannot be replayed to send the call again. approved is the round's
+// record, orig the call's first confirmation (whose record names any
+// out-of-band approvers).
+func (p *Proxy) continuation(ctx context.Context, res *mcp.CallToolResult, approved ledger.Confirmation, orig ledger.ID) (*mcp.CallToolResult, error) {
 	if res.InputRequests == nil {
 		return res, nil
 	}
@@ -280,6 +291,10 @@ func (p *Proxy) continuation(ctx context.Context, res *mcp.CallToolResult, appro
 	if err != nil {
 		p.log.Error("proxy: cannot record the upstream's follow-up question", "id", approved.ID, "err", err)
 		return nil, confirm.Refuse("The upstream asked a follow-up question the proxy could not record; the call was sent once and did not finish. It will not be sent again.")
+	}
+	if approved.Approval != nil || orig != approved.ID {
+		res.RequestState = continueApprovedPrefix + next.ID.String() + "." + orig.String() + "." + res.RequestState
+		return res, nil
 	}
 	res.RequestState = continuePrefix + next.ID.String() + "." + res.RequestState
 	return res, nil
@@ -289,9 +304,18 @@ func (p *Proxy) continuation(ctx context.Context, res *mcp.CallToolResult, appro
 // more input: it spends the continuation and forwards the answers.
 func (p *Proxy) continueCall(ctx context.Context, up relay.Upstream, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	b, ok := requeststate.BindingFrom(ctx)
-	rest := strings.TrimPrefix(req.Params.RequestState, continuePrefix)
+	rest, approvedOOB := strings.CutPrefix(req.Params.RequestState, continueApprovedPrefix)
+	if !approvedOOB {
+		rest = strings.TrimPrefix(req.Params.RequestState, continuePrefix)
+	}
 	idText, upState, _ := strings.Cut(rest, ".")
 	id, err := ledger.ParseID(idText)
+	orig := id
+	if err == nil && approvedOOB {
+		var origText string
+		origText, upState, _ = strings.Cut(upState, ".")
+		orig, err = ledger.ParseID(origText)
+	}
 	if !ok || err != nil {
 		return refusal("This continuation is not valid. Nothing was done."), nil
 	}
@@ -330,8 +354,17 @@ func (p *Proxy) continueCall(ctx context.Context, up relay.Upstream, req *mcp.Ca
 	if res.IsError {
 		kind = ledger.OutcomeFailed
 	}
+	if approvedOOB && res.InputRequests == nil {
+		// The call's final result names who approved it, as the first
+		// round's would have.
+		if orec, err := p.ledger.Lookup(ctx, orig); err == nil && orec.Approval != nil {
+			cp := *res
+			cp.Content = append([]mcp.Content{&mcp.TextContent{Text: confirm.ApprovedBy(orec)}}, res.Content...)
+			res = &cp
+		}
+	}
 	p.complete(ctx, id, kind, res)
-	res, err = p.continuation(ctx, res, rec.Confirmation)
+	res, err = p.continuation(ctx, res, rec.Confirmation, orig)
 	var r *confirm.Refusal
 	if errors.As(err, &r) {
 		return refusal("%s", r.Reason), nil
