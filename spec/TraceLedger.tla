@@ -25,7 +25,7 @@
 (*                                                                         *)
 (* The log shows only what the ledger sees.  What it cannot see -- the     *)
 (* effects, the store forgetting old records, time passing between events  *)
-(* (and with it leases ending) -- are silent steps that TLC interleaves    *)
+(* -- are silent steps that TLC interleaves                                *)
 (* (see Silent).  Every event must then be matched by one step of Ledger:  *)
 (*  - Issue ok, Redeem ok, Cancel ok, Complete ok, Restart: the action of  *)
 (*    that name, on the event's replica, at the event's time; a Complete   *)
@@ -41,7 +41,9 @@
 (*  - a refused Redeem, Cancel, Complete or Decide: a stuttering step,     *)
 (*    allowed only if the replica's store gives exactly that answer in the *)
 (*    current state (SpendAnswer, CompleteAnswer, DecideAnswer) and, for   *)
-(*    "done", holds exactly the outcome the event reports;                 *)
+(*    "done", holds exactly the outcome the event reports -- unless the    *)
+(*    store found a lease lapsed, which it decides then: "in doubt"        *)
+(*    (RefusedStep);                                                       *)
 (*  - Issue full: a stuttering step (caps are not modelled).               *)
 (*                                                                         *)
 (* The trace is accepted iff some behaviour matches every event.  TLC      *)
@@ -66,28 +68,29 @@ ev == Trace[i]
 \* a record that is no longer pending answers from its state, whatever its
 \* expiry (one an approver declined: declined); a pending one is expired,
 \* or for a Redeem awaiting approval until the approvals are in, or, if
-\* the compare-and-set may go ahead, ok.  (An acting record whose lease
-\* has ended is in doubt already: PassTime.)
+\* the compare-and-set may go ahead, ok.  An acting record whose lease
+\* has ended on the store's clock is in doubt (Lapsed).
 SpendAnswer(s, a, redeem) ==
     LET rec == store[s][a] IN
     CASE rec.status = "absent"                -> "unknown"
       [] rec.status = "cancelled" /\ DeclinersOf(rec) # {} -> "declined"
       [] rec.status = "cancelled"             -> "cancelled"
+      [] Lapsed(s, a)                         -> "in_doubt"
       [] rec.status = "acting"                -> "in_progress"
       [] rec.status \in {"done", "failed"}    -> "done"
       [] rec.status = "doubt"                 -> "in_doubt"
-      [] now >= rec.exp                       -> "expired"
+      [] ~Unexpired(s, a)                     -> "expired"
       [] redeem /\ ~Approved(rec)             -> "awaiting_approval"
       [] OTHER                                -> "ok"
 
 \* What store s answers to a Complete of a, in the order Memory.Complete
-\* decides: a pending record is expired or not acting; an acting one (its
-\* lease not ended) takes the outcome; any other answers as to a Spend.
+\* decides: a pending record is expired or not acting; an acting one whose
+\* lease has not ended takes the outcome; any other answers as to a Spend.
 CompleteAnswer(s, a) ==
     LET rec == store[s][a] IN
-    CASE rec.status = "pending" /\ now >= rec.exp -> "expired"
-      [] rec.status = "pending"                   -> "not_acting"
-      [] rec.status = "acting"                    -> "ok"
+    CASE rec.status = "pending" /\ ~Unexpired(s, a) -> "expired"
+      [] rec.status = "pending"                     -> "not_acting"
+      [] rec.status = "acting" /\ ~Lapsed(s, a)     -> "ok"
       [] OTHER                                    -> SpendAnswer(s, a, FALSE)
 
 \* What store s answers to approver p's Decide of a, in the order
@@ -102,7 +105,7 @@ DecideAnswer(s, a, p) ==
       [] p \notin Authorized                      -> "not_approver"
       [] rec.dec[p] # "none" \/ Decided(rec) \/ rec.status \in Redeemed -> "decided"
       [] rec.status = "cancelled"                 -> "cancelled"
-      [] now >= rec.exp                           -> "expired"
+      [] ~Unexpired(s, a)                         -> "expired"
       [] OTHER                                    -> "ok"
 
 \* A refused operation's answer, as store s gives it for a in this state.
@@ -114,6 +117,18 @@ Refused(s, a) ==
     \* An answer "done" gives back the recorded outcome: it must be this one.
     /\ (ev.result = "done" /\ ev.action # "Complete") => ev.outcome = store[s][a].status
 
+(***************************************************************************)
+(* The step of a refused operation that store s answered about a: none,    *)
+(* unless the store found a's lease lapsed, which it decides then (Decay): *)
+(* in doubt, written or not as the store does (DoubtWrites).               *)
+(***************************************************************************)
+RefusedStep(s, a) ==
+    IF Lapsed(s, a)
+    THEN /\ \E w \in DoubtWrites : Decay(s, a, w)
+         /\ UNCHANGED <<clockVars, deployment, envelope, replicaVars, answer, req, effects, cancelled,
+                        spentAt, replies, decisions, tellVars>>
+    ELSE UNCHANGED vars
+
 TraceInit == Init /\ i = 1
 
 (***************************************************************************)
@@ -121,10 +136,11 @@ TraceInit == Init /\ i = 1
 (* Complete ok records runs right before it, and reports what the event    *)
 (* records; a record is forgotten only right before an event that finds it *)
 (* unknown, and only in the store that answers that event; time passes     *)
-(* only to the next event's time, ending the leases due by then.  Taken    *)
+(* only to the next event's time (the stores decide leases' ends when they *)
+(* read the records, and the clocks keep in step: MaxSkew = 0).  Taken     *)
 (* earlier, or in another store, a forget would change nothing observable  *)
 (* (it commutes with every event about other approvals), so no trace is    *)
-(* rejected for it, and the search stays linear in the length of the      *)
+(* rejected for it, and the search stays linear in the length of the       *)
 (* trace instead of exponential in the number of approvals: a forget left  *)
 (* optional in a store that no later event asks would double the states    *)
 (* for the rest of the trace.                                              *)
@@ -137,8 +153,9 @@ Silent ==
        \/ /\ ev.result = "unknown"
           /\ Forget(StoreOf(ev.replica), ev.id)
        \/ /\ now < ev.t
-          /\ PassTime(ev.t)
-          /\ UNCHANGED <<deployment, envelope, answer, req, effects, cancelled, spent, replies, decisions>>
+          /\ PassTime(ev.t, {})
+          /\ UNCHANGED <<deployment, envelope, store, log, replicaVars, answer, req, effects, cancelled,
+                         spentAt, recorded, replies, faults, decisions, tellVars>>
 
 (* The step of Ledger that produced event ev. *)
 Matches ==
@@ -154,7 +171,7 @@ Matches ==
        /\ Complete(ev.id)
     \/ /\ ev.action \in {"Redeem", "Cancel", "Complete", "Decide"}
        /\ Refused(StoreOf(ev.replica), ev.id)
-       /\ UNCHANGED vars
+       /\ RefusedStep(StoreOf(ev.replica), ev.id)
     \/ ev.action = "Restart" /\ Restart(ev.replica)
 
 TraceNext ==

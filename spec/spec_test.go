@@ -202,9 +202,12 @@ func checkOutcome(out []byte, c config) error {
 // TestConfigsDeclareOutcome checks that the success configurations and the
 // negative controls exist and declare what the project relies on: each
 // broken design (Flaw) is refuted by the invariant that guards against it
-// -- redeem (check-then-act, replay, blind complete) and out-of-band
+// -- redeem (check-then-act, replay, blind complete), out-of-band
 // approval (self-approval, a second decision, redemption before approval,
-// an unlisted approver) alike.
+// an unlisted approver), failover (acting before the standby's
+// acknowledgement), clocks (a step back the store does not guard, no
+// expiry check in the store) and leases (unbounded renewal, a read that
+// ignores the lease, a Complete without its lease check) alike.
 func TestConfigsDeclareOutcome(t *testing.T) {
 	cs, err := configs(os.DirFS("."))
 	if err != nil {
@@ -228,6 +231,16 @@ func TestConfigsDeclareOutcome(t *testing.T) {
 		"LedgerDecideTwice":      {config{wantExit: 12, wantLine: "Error: Invariant DecidedOnce is violated."}, "decide-twice"},
 		"LedgerRedeemUnapproved": {config{wantExit: 12, wantLine: "Error: Invariant NoRedeemWithoutApproval is violated."}, "redeem-unapproved"},
 		"LedgerUnlisted":         {config{wantExit: 12, wantLine: "Error: Invariant OnlyAuthorizedDecide is violated."}, "unlisted-approver"},
+
+		"LedgerFailover":       {config{wantExit: 0, wantLine: pass}, "none"},
+		"LedgerClock":          {config{wantExit: 0, wantLine: pass}, "none"},
+		"LedgerRenew":          {config{wantExit: 0, wantLine: pass}, "none"},
+		"LedgerUnacked":        {config{wantExit: 12, wantLine: "Error: Invariant AtMostOnce is violated."}, "act-before-ack"},
+		"LedgerClockStep":      {config{wantExit: 12, wantLine: "Error: Invariant ExpiredStaysExpired is violated."}, "clock-unguarded"},
+		"LedgerRenewUnbounded": {config{wantExit: 12, wantLine: "Error: Invariant InProgressBounded is violated."}, "unbounded-renewal"},
+		"LedgerStaleRead":      {config{wantExit: 12, wantLine: "Error: Invariant InProgressBounded is violated."}, "stale-read"},
+		"LedgerLateComplete":   {config{wantExit: 12, wantLine: "Error: Invariant ReplayEqualsRecord is violated."}, "complete-no-lease"},
+		"LedgerNoStoreExpiry":  {config{wantExit: 12, wantLine: "Error: Invariant NoEffectAfterExpiry is violated."}, "no-store-expiry"},
 	}
 	for _, c := range cs {
 		t.Logf("%s.cfg: exit %d, %q", c.name, c.wantExit, c.wantLine)

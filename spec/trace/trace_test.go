@@ -444,7 +444,11 @@ func module(evs []event, start time.Time, deployment string, bound int) (tla, cf
     Deployments = {%q}
     TTL = %d
     Lease = %d
+    MaxLease = %d
     Grace = %d
+    MaxSkew = 0
+    Standby = FALSE
+    DoubtWrites = {TRUE}
     Approvers <- TraceApprovers
     Authorized <- TraceAuthorized
     Quorums = {0, 1, 2}
@@ -452,7 +456,7 @@ func module(evs []event, start time.Time, deployment string, bound int) (tla, cf
 INIT TraceInit
 NEXT TraceNext
 %sALIAS TraceAlias
-`, deployment, ttl/tick, lease/tick, grace/tick, invariants)
+`, deployment, ttl/tick, lease/tick, lease/tick, grace/tick, invariants)
 	return b.String(), cfg, nil
 }
 
