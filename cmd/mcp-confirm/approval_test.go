@@ -13,12 +13,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -455,6 +457,97 @@ func TestBinaryProxyApproveOutOfBand(t *testing.T) {
 				t.Fatalf("the upstream's own question was asked %d times, want once", forms)
 			}
 			wantFile(t, file, false)
+		})
+	}
+}
+
+// TestApproveAcrossReplicas runs two replicas of the built binary, one
+// key file and one Redis or PostgreSQL ledger, their approval pages
+// behind one public URL (a reverse proxy, as a load balancer would be,
+// sending the browser to replica B), with a real OpenID Connect
+// provider: carol's call is asked on replica A; her retry through B
+// before the approval is told to wait; alice approves on B's page (carol
+// herself is refused there); the retry through B deletes the file once,
+// naming alice; the same state through A gets that result, marked as the
+// earlier execution's, and nothing runs again.
+func TestApproveAcrossReplicas(t *testing.T) {
+	for _, st := range []struct{ kind, env string }{{"redis", "MCP_CONFIRM_REDIS_URL"}, {"postgres", "MCP_CONFIRM_POSTGRES_URL"}} {
+		t.Run(st.kind, func(t *testing.T) {
+			ledgerURL := os.Getenv(st.env)
+			if ledgerURL == "" {
+				t.Skipf("set %s to run against a real %s", st.env, st.kind)
+			}
+			var target atomic.Pointer[url.URL]
+			lb := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+				r.SetURL(target.Load())
+				r.Out.Host = r.In.Host
+			}})
+			t.Cleanup(lb.Close)
+			base := lb.URL
+			is := approvetest.StartIssuer(t, base+"/approve/callback", map[string][]string{"alice": {"ops"}, "carol": {"ops"}})
+			dir := t.TempDir()
+			root, keys := filepath.Join(dir, "root"), filepath.Join(dir, "keys")
+			if err := os.Mkdir(root, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if code := run(context.Background(), []string{"keygen", keys}, nil, io.Discard, io.Discard); code != 0 {
+				t.Fatalf("keygen: exit %d", code)
+			}
+			const token = "carol-token-0123456789abcdef"
+			sum := sha256.Sum256([]byte(token))
+			tokens, secret := filepath.Join(dir, "tokens"), filepath.Join(dir, "client-secret")
+			if err := os.WriteFile(tokens, []byte("sha256:"+hex.EncodeToString(sum[:])+" carol\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(secret, []byte(approvetest.ClientSecret+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"--root", root, "--key-file", keys, "--name", fmt.Sprintf("replicas-%d", time.Now().UnixNano()),
+				"--public-url", base, "--auth-tokens", tokens, "--approval", "out-of-band", "--approvers", "group:ops",
+				"--approve-issuer", is.URL, "--approve-client-id", approvetest.ClientID, "--approve-client-secret-file", secret,
+				"--approve-groups-claim", "groups", "--approve-scopes", "groups", "--allow-http-approve-issuer", "--http", "127.0.0.1:0"}
+			env := []string{"MCP_CONFIRM_LEDGER=" + ledgerURL}
+			a, b := startBinary(t, env, args...), startBinary(t, env, args...)
+			bu, err := url.Parse(b.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target.Store(bu)
+
+			file := filepath.Join(root, "report.txt")
+			if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			params := &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": file}}
+			onA := approvalClient(t, a.url, token, mcptest.EraMRTR, true, mcptest.Accept())
+			onB := approvalClient(t, b.url, token, mcptest.EraMRTR, true, mcptest.Accept())
+			res, err := onA.CallTool(context.Background(), params)
+			req, ok := res.InputRequests[confirm.ApproveInputID].(*mcp.ElicitParams)
+			if err != nil || !ok || !strings.HasPrefix(req.URL, base+"/approve/") {
+				t.Fatalf("asked on A: want the approval page's link, got err=%v res=%s", err, mcptest.Describe(res))
+			}
+			retry := *params
+			retry.RequestState, retry.InputResponses = res.RequestState, mcp.InputResponseMap{confirm.ApproveInputID: &mcp.ElicitResult{Action: "accept"}}
+			res, err = onB.CallTool(context.Background(), &retry)
+			if w, ok := res.InputRequests[confirm.ApproveInputID].(*mcp.ElicitParams); err != nil || !ok || !strings.Contains(w.Message, "Still waiting") {
+				t.Fatalf("retry through B before the approval: want to be told to wait, got err=%v res=%s", err, mcptest.Describe(res))
+			}
+			wantFile(t, file, true)
+			approveOnPage(t, req.URL, base)
+			retry.RequestState = res.RequestState
+			res, err = onB.CallTool(context.Background(), &retry)
+			if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "sub:alice") || !strings.Contains(mcptest.Text(res), "Deleted") {
+				t.Fatalf("retry through B after the approval: want the deletion, approved by alice; got err=%v res=%s\nA:\n%s\nB:\n%s", err, mcptest.Describe(res), a.stderr, b.stderr)
+			}
+			wantFile(t, file, false)
+			if err := os.WriteFile(file, []byte("x"), 0o644); err != nil { // a second deletion would show
+				t.Fatal(err)
+			}
+			res, err = onA.CallTool(context.Background(), &retry)
+			if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "result of that earlier execution") {
+				t.Fatalf("the same state through A: want the recorded result, got err=%v res=%s", err, mcptest.Describe(res))
+			}
+			wantFile(t, file, true)
 		})
 	}
 }
