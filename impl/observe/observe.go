@@ -27,18 +27,25 @@
 //
 // # Traces
 //
-// Each tools/call gets a server span, "tools/call", whose parent is the
-// span its _meta's "traceparent" names (with its "tracestate"), when that
-// is a valid W3C traceparent; a malformed one is ignored (the span starts a
-// new trace, and says so in the attribute mcp_confirm.traceparent_invalid).
-// Beneath it the flow's steps: confirm.ask, confirm.redeem (an approval
-// spent), confirm.cancel (a decline), confirm.act and confirm.complete,
-// and in the proxy proxy.forward (the call sent upstream). Spans carry
-// the tool's name, the confirmation's id and the ledger's result words;
-// never arguments, the question's text, a principal or a requestState.
-// Sampling follows the SDK's configuration (by default, the client's
-// sampled flag decides: set OTEL_TRACES_SAMPLER=traceidratio to decide
-// locally).
+// A tools/call whose _meta names a valid W3C traceparent (with its
+// tracestate) runs in that trace: the steps' spans are the children of
+// the client's span — confirm.ask (the question validated and issued),
+// confirm.redeem (an approval spent) or confirm.cancel (a decline),
+// confirm.act (the action) and confirm.complete (its outcome recorded);
+// in the proxy, proxy.forward (the call sent upstream) under
+// confirm.act, and the upstream is told of that span in the forwarded
+// _meta. No span is made for the request itself: the client's stands for
+// it, and one more per request would cost a third of a confirmed call's
+// spans. A call with no traceparent, or a malformed one (which is
+// ignored, and marked mcp_confirm.traceparent_invalid), gets a server
+// span, tools/call, the root of a trace of its own with the steps
+// beneath. A call the boundary refuses is a span requeststate.refused in
+// the client's trace, or marks its tools/call span, with the class. Spans
+// carry the tool's name, the confirmation's id and the ledger's result
+// words; never arguments, the question's text, a principal or a
+// requestState. Sampling follows the SDK's configuration (by default, the
+// client's sampled flag decides: set OTEL_TRACES_SAMPLER=traceidratio to
+// decide locally).
 //
 // What it does not do: count what never reaches this process (a question
 // no one answers is not an expiry here; it leaves the pending gauge when

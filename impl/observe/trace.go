@@ -39,11 +39,17 @@ const (
 // 128 characters, and an upstream's longer name is cut.
 const maxTool = 128
 
-// Middleware returns the receiving middleware that gives every tools/call
-// a server span, continuing the trace its _meta names; nil without
+// Middleware returns the receiving middleware that puts every tools/call
+// in the trace its _meta names, or in a trace of its own; nil without
 // traces. Install it outside the requestState boundary (confirm.Assemble
-// does, in Parts.Middleware), so that the boundary's refusals are in the
-// span.
+// does, in Parts.Middleware), so that the boundary's refusals are traced.
+//
+// A call whose _meta names a valid traceparent runs in the client's span:
+// the steps' spans are its children, and no span is made for the request
+// itself (the client's span stands for it; a span per request would cost
+// a third of the spans of a confirmed call). A call without one, or with
+// a malformed one, gets a server span, tools/call, the root of a trace of
+// its own, so that its steps stay together.
 func (t *Telemetry) Middleware() mcp.Middleware {
 	if !t.Tracing() {
 		return nil
@@ -54,7 +60,10 @@ func (t *Telemetry) Middleware() mcp.Middleware {
 				return next(ctx, method, req)
 			}
 			parent, invalid := remoteParent(ctx, req)
-			ctx, span := t.tracer.Start(parent, "tools/call", trace.WithSpanKind(trace.SpanKindServer),
+			if !invalid && trace.SpanContextFromContext(parent).IsValid() {
+				return next(parent, method, req)
+			}
+			ctx, span := t.tracer.Start(ctx, "tools/call", trace.WithSpanKind(trace.SpanKindServer),
 				trace.WithAttributes(attrMethod.String(method)))
 			defer span.End()
 			if invalid {
@@ -182,13 +191,18 @@ func (t *Telemetry) Start(ctx context.Context, s Stage, tool string) (context.Co
 	return ctx, sp
 }
 
-// end ends the span with the ledger's result r (its words, a fixed set).
-func (s Span) end(r ledger.Result, attrs ...attribute.KeyValue) {
+// end ends the span with the ledger's result r (its words, a fixed set)
+// and attribute a, if set.
+func (s Span) end(r ledger.Result, a attribute.KeyValue) {
 	if s.span == nil {
 		return
 	}
-	s.span.SetAttributes(attrResult.String(string(r)))
-	s.span.SetAttributes(attrs...)
+	kv := [2]attribute.KeyValue{attrResult.String(string(r)), a}
+	if a.Key == "" {
+		s.span.SetAttributes(kv[:1]...)
+	} else {
+		s.span.SetAttributes(kv[:]...)
+	}
 	if r == ledger.ResultError {
 		s.span.SetStatus(codes.Error, "ledger error")
 	}
@@ -214,7 +228,7 @@ func (s Span) EndAsk(c ledger.Confirmation, err error) {
 		s.end(r, attrID.String(c.ID.String()))
 		return
 	}
-	s.end(r)
+	s.end(r, attribute.KeyValue{})
 }
 
 // resultRefused is the result of a step that refused the call before the
@@ -223,7 +237,7 @@ const resultRefused ledger.Result = "refused"
 
 // EndRefused ends a span whose step refused the call before asking the
 // ledger anything (Ask's refusal, a client that cannot be asked).
-func (s Span) EndRefused() { s.end(resultRefused) }
+func (s Span) EndRefused() { s.end(resultRefused, attribute.KeyValue{}) }
 
 // EndSpend ends a Redeem (an approval spent, or tried) or a Cancel (a
 // decline): id is the confirmation, issued when it was asked (zero if
@@ -316,7 +330,8 @@ func (s Span) EndForward(err error) {
 
 // Refused counts a call the requestState boundary refused, for
 // requeststate.Options.Refused; a refusal for expiry is also an expiry.
-// The refusal is noted on ctx's span (the tools/call span, when
+// With traces, the refusal is noted on the call's tools/call span, or,
+// in a client's trace, is a span of its own, requeststate.refused (when
 // [Telemetry.Middleware] runs outside the boundary).
 func (t *Telemetry) Refused(ctx context.Context, _ string, class requeststate.Refusal) {
 	if t == nil {
@@ -330,8 +345,16 @@ func (t *Telemetry) Refused(ctx context.Context, _ string, class requeststate.Re
 			m.expiries[layerBoundary].Inc()
 		}
 	}
-	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+	if t.tracer == nil {
+		return
+	}
+	switch span := trace.SpanFromContext(ctx); {
+	case span.IsRecording():
 		span.SetAttributes(attrRefused.String(string(class)))
+	case span.SpanContext().IsValid(): // the client's span
+		_, s := t.tracer.Start(ctx, "requeststate.refused", trace.WithAttributes(attrRefused.String(string(class))))
+		s.SetStatus(codes.Error, "requestState refused")
+		s.End()
 	}
 }
 

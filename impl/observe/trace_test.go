@@ -206,53 +206,52 @@ func confirmedCall(t *testing.T, fe frontEnd, era string, meta mcp.Meta) {
 }
 
 // checkTree checks the spans of one confirmed call, all of trace traceID,
-// against the tree the package doc promises: one tools/call server span
-// per request (two rounds in 2026-07-28, one in the older era), each the
-// child of the client's span; confirm.ask under the first; confirm.redeem,
-// confirm.act and confirm.complete under the last; and for the proxy,
-// proxy.forward under confirm.act, the span the upstream was told of.
-func checkTree(spans []otlptest.Span, traceID, clientSpan, era string, upstream []string) error {
+// against the tree the package doc promises. With clientSpan, the span
+// the client named in _meta.traceparent: confirm.ask, confirm.redeem,
+// confirm.act and confirm.complete are its children, in both eras, and no
+// span is made per request. Without (""), the call is one older-era
+// request whose tools/call server span is the root, the steps beneath it.
+// For the proxy, proxy.forward is under confirm.act, the span the
+// upstream was told of.
+func checkTree(spans []otlptest.Span, traceID, clientSpan string, upstream []string) error {
 	byName := map[string][]otlptest.Span{}
 	for _, s := range spans {
 		if s.TraceID != traceID {
-			return fmt.Errorf("span %s is of trace %s, not the client's", s.Name, s.TraceID)
+			return fmt.Errorf("span %s is of trace %s, not the call's", s.Name, s.TraceID)
 		}
 		byName[s.Name] = append(byName[s.Name], s)
 	}
-	requests := 2
-	if era == mcptest.EraLegacy {
-		requests = 1
+	want := map[string]int{"tools/call": 0, "confirm.ask": 1, "confirm.redeem": 1, "confirm.act": 1, "confirm.complete": 1, "proxy.forward": 0}
+	if clientSpan == "" {
+		want["tools/call"] = 1
 	}
-	want := map[string]int{"tools/call": requests, "confirm.ask": 1, "confirm.redeem": 1, "confirm.act": 1, "confirm.complete": 1}
 	if upstream != nil {
 		want["proxy.forward"] = 1
 	}
-	for name, n := range want {
-		if len(byName[name]) != n {
-			return fmt.Errorf("%d %s spans, want %d", len(byName[name]), name, n)
+	n := 0
+	for name, k := range want {
+		if len(byName[name]) != k {
+			return fmt.Errorf("%d %s spans, want %d", len(byName[name]), name, k)
 		}
+		n += k
 	}
-	if len(spans) != requests+4+want["proxy.forward"] {
-		return fmt.Errorf("%d spans, want %d", len(spans), requests+4+want["proxy.forward"])
+	if len(spans) != n {
+		return fmt.Errorf("%d spans, want %d", len(spans), n)
 	}
-	rounds := byName["tools/call"]
-	for _, r := range rounds {
-		if r.ParentID != clientSpan || r.Kind != "SPAN_KIND_SERVER" {
-			return fmt.Errorf("tools/call span %s: parent %s kind %s, want the client's span %s, server", r.SpanID, r.ParentID, r.Kind, clientSpan)
+	parent := clientSpan
+	if clientSpan == "" {
+		root := byName["tools/call"][0]
+		if root.ParentID != "" || root.Kind != "SPAN_KIND_SERVER" {
+			return fmt.Errorf("tools/call span: parent %q kind %s, want a server root", root.ParentID, root.Kind)
 		}
+		parent = root.SpanID
 	}
-	// The ask is under one request, the rest under one (the same in the
-	// older era, the other in 2026-07-28).
 	ask, redeem := byName["confirm.ask"][0], byName["confirm.redeem"][0]
 	act, complete := byName["confirm.act"][0], byName["confirm.complete"][0]
-	isRound := func(id string) bool {
-		return slices.ContainsFunc(rounds, func(r otlptest.Span) bool { return r.SpanID == id })
-	}
-	if !isRound(ask.ParentID) || !isRound(redeem.ParentID) || act.ParentID != redeem.ParentID || complete.ParentID != redeem.ParentID {
-		return fmt.Errorf("confirm spans not under the request spans")
-	}
-	if era == mcptest.EraMRTR && ask.ParentID == redeem.ParentID {
-		return fmt.Errorf("the ask and the redemption are under one request span in 2026-07-28")
+	for _, s := range []otlptest.Span{ask, redeem, act, complete} {
+		if s.ParentID != parent {
+			return fmt.Errorf("%s's parent is %s, want %s", s.Name, s.ParentID, parent)
+		}
 	}
 	if ask.Attrs["mcp_confirm.id"] == "" || ask.Attrs["mcp_confirm.id"] != redeem.Attrs["mcp_confirm.id"] {
 		return fmt.Errorf("ask and redeem name confirmations %q and %q", ask.Attrs["mcp_confirm.id"], redeem.Attrs["mcp_confirm.id"])
@@ -298,7 +297,7 @@ func TestTraceSpanTree(t *testing.T) {
 				if fe.upstream != nil {
 					upstream = fe.upstream()
 				}
-				if err := checkTree(spans, traceID, clientSpan, era, upstream); err != nil {
+				if err := checkTree(spans, traceID, clientSpan, upstream); err != nil {
 					t.Fatalf("%v; the spans:\n%s", err, otlptest.Tree(rcv.Spans()))
 				}
 				for _, s := range rcv.Spans() {
@@ -354,7 +353,7 @@ func TestTraceTreeChecker(t *testing.T) {
 	if len(spans) != 4 {
 		t.Fatalf("%d spans, want the 4 steps:\n%s", len(spans), otlptest.Tree(spans))
 	}
-	if err := checkTree(spans, traceID, clientSpan, mcptest.EraLegacy, nil); err == nil {
+	if err := checkTree(spans, traceID, clientSpan, nil); err == nil {
 		t.Fatal("the checker passed the steps of an unwrapped front end")
 	}
 
@@ -363,11 +362,11 @@ func TestTraceTreeChecker(t *testing.T) {
 	parent, traceID, clientSpan = newTraceparent()
 	confirmedCall(t, fe, mcptest.EraLegacy, mcp.Meta{observe.MetaTraceparent: parent})
 	tp.ForceFlush(context.Background())
-	if err := checkTree(rcv.Trace(traceID), traceID, clientSpan, mcptest.EraLegacy, nil); err != nil {
+	if err := checkTree(rcv.Trace(traceID), traceID, clientSpan, nil); err != nil {
 		t.Fatalf("control: %v", err)
 	}
 	_, _, otherSpan := newTraceparent()
-	if err := checkTree(rcv.Trace(traceID), traceID, otherSpan, mcptest.EraLegacy, nil); err == nil {
+	if err := checkTree(rcv.Trace(traceID), traceID, otherSpan, nil); err == nil {
 		t.Fatal("the checker passed a tree that did not continue the client's span")
 	}
 }
@@ -423,7 +422,7 @@ func TestTraceparentInvalid(t *testing.T) {
 			if got, want := request[0].Attrs["mcp_confirm.traceparent_invalid"], map[bool]string{true: "", false: "true"}[tt.tp == nil]; got != want {
 				t.Fatalf("traceparent_invalid = %q, want %q", got, want)
 			}
-			if err := checkTree(rcv.Trace(request[0].TraceID), request[0].TraceID, "", mcptest.EraLegacy, nil); err != nil {
+			if err := checkTree(rcv.Trace(request[0].TraceID), request[0].TraceID, "", nil); err != nil {
 				t.Fatalf("the new trace is not the call's tree: %v\n%s", err, otlptest.Tree(spans))
 			}
 		})
@@ -490,5 +489,53 @@ func TestTracesOffByDefault(t *testing.T) {
 	}
 	if n, _ := rcv.Requests(); n != 0 {
 		t.Fatalf("the receiver got %d export requests from providers that made no spans", n)
+	}
+}
+
+// TestTraceRefusal: a call the requestState boundary refuses is traced: in
+// the client's trace as a span of its own, requeststate.refused, naming
+// the class (here a forged state); without a traceparent, on the call's
+// tools/call span, marked as an error. No step's span is made: nothing
+// ran.
+func TestTraceRefusal(t *testing.T) {
+	tp, rcv := exporting(t)
+	tel, err := observe.New(observe.Options{TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := actServer(t, confirm.Setup{Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel})
+	cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Manual: true, Answer: mcptest.Accept()})
+	parent, traceID, clientSpan := newTraceparent()
+	for _, meta := range []mcp.Meta{{observe.MetaTraceparent: parent}, nil} {
+		p := &mcp.CallToolParams{Name: "act", Arguments: map[string]any{"outcome": "done", "n": 1}}
+		res, err := cs.CallTool(context.Background(), p)
+		if err != nil || !res.NeedsInput() {
+			t.Fatalf("ask: %v %s", err, mcptest.Describe(res))
+		}
+		state := res.RequestState
+		p.Meta, p.RequestState = meta, state[:len(state)/2]+"AAAA"+state[len(state)/2+4:]
+		p.InputResponses = mcp.InputResponseMap{confirm.InputID: mcptest.Yes()}
+		_, err = cs.CallTool(context.Background(), p)
+		mcptest.WantBoundaryRefusal(t, nil, err)
+	}
+	tp.ForceFlush(context.Background())
+	var inTrace, refused []otlptest.Span
+	for _, s := range rcv.Spans() {
+		if s.TraceID == traceID {
+			inTrace = append(inTrace, s)
+		}
+		if s.Attrs["mcp_confirm.refused"] != "" {
+			refused = append(refused, s)
+		}
+	}
+	if len(inTrace) != 1 || inTrace[0].Name != "requeststate.refused" || inTrace[0].ParentID != clientSpan ||
+		inTrace[0].Attrs["mcp_confirm.refused"] != "forged" || inTrace[0].Status != "STATUS_CODE_ERROR" {
+		t.Fatalf("in the client's trace, want one requeststate.refused span (forged):\n%s", otlptest.Tree(rcv.Spans()))
+	}
+	if len(refused) != 2 || refused[1].Name != "tools/call" || refused[1].ParentID != "" || refused[1].Attrs["mcp_confirm.refused"] != "forged" || refused[1].Status != "STATUS_CODE_ERROR" {
+		t.Fatalf("without a traceparent, want the tools/call root marked forged:\n%s", otlptest.Tree(rcv.Spans()))
+	}
+	if spans := rcv.Trace(refused[1].TraceID); len(spans) != 1 {
+		t.Fatalf("a refused call has steps' spans:\n%s", otlptest.Tree(spans))
 	}
 }
