@@ -63,7 +63,13 @@
 //     an upstream that does not declare tools.listChanged, that is one
 //     read of its tool list per confirmed call; from one that does, it is
 //     the list the proxy read last, as long as the upstream has announced
-//     no change since (a mismatch reads it again). The question itself
+//     no change since (a mismatch reads it again) and no read of its tools
+//     — the proxy's own, or a client's tools/list passing through — has
+//     caught it changing a tool it had listed without announcing it. Once
+//     caught, it is read before every confirmed call, as one that does
+//     not declare tools.listChanged (TestProxyUnannouncedChangeRefused:
+//     a change shown by another client's tools/list is refused, and so is
+//     a later one no read has shown; nothing is forwarded). The question itself
 //     may be asked about the definition read last, however old: if the
 //     upstream changed it since, the check refuses, and the next question
 //     is asked about the new one. It forwards exactly the canonical
@@ -96,10 +102,17 @@
 //     behaviour without changing its definition, or change the definition
 //     between the re-check and the call. Annotations are the upstream's
 //     claims: readOnlyHint is trusted only when the operator allows it.
-//     An upstream that declares tools.listChanged is taken at its word: a
-//     change it does not announce, or announces only after the answer
-//     arrived (go-sdk servers announce 10 ms after the change), is not
-//     seen by the check before forwarding.
+//     An upstream that declares tools.listChanged is taken at its word
+//     until a read shows otherwise. MCP has no read of one tool's
+//     definition, only of the whole list (62 ms and 46 MB for 1,002 tools
+//     through go-sdk), so the check does not read it for every call: a
+//     change the upstream makes without announcing it, before any read has
+//     caught it once, or announces only after the answer arrived (go-sdk
+//     servers announce 10 ms after the change), is not seen, and the
+//     approved call is forwarded (the control of
+//     TestProxyUnannouncedChangeRefused). An honest upstream whose late
+//     announcement a read overtakes is taken for a silent one: its calls
+//     cost a read each from then on, which costs time, not safety.
 //   - A lying client is indistinguishable from the person (the client relays
 //     the answer).
 //   - At most once, not exactly once: a proxy that crashes between redeeming

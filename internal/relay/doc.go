@@ -55,11 +55,16 @@
 //     as its [Freshness] allows: [Current] only if the upstream declared
 //     tools.listChanged and has announced no change since the list was
 //     read (an announcement on any connection empties every connection's
-//     list before it is relayed downstream); otherwise, and for [Fresh]
-//     and [Upstream.Tools], it reads every page of the upstream's list.
+//     list before it is relayed downstream), and no read has caught it
+//     changing a tool without announcing it ([Relay.Unannounced]: every
+//     read, the relay's own and a downstream client's tools/list passing
+//     through, refreshes the list and is compared with it); otherwise, and
+//     for [Fresh] and [Upstream.Tools], it reads every page of the
+//     upstream's list.
 //     The go-sdk client's own tools/list cache hint is cleared before that
 //     cache sees it. TestProxyToolRedefinedAfterQuestion,
-//     TestProxyDefinitionReads, TestProxyListChangedRefreshes.
+//     TestProxyDefinitionReads, TestProxyListChangedRefreshes,
+//     TestProxyUnannouncedChangeRefused.
 //   - Bounded. At most Options.MaxSessions older-era sessions hold a
 //     connection of their own (for a command upstream, a process each).
 //     TestProxySessionCap.
@@ -97,10 +102,11 @@
 //     connection (one a 2026-07-28 client cannot receive) is refused, and
 //     the call that caused it fails.
 //   - An upstream that declares tools.listChanged is trusted to announce
-//     every change: one it makes without a word, or announces only later
-//     (go-sdk servers announce 10 ms after a change), and an announcement
-//     lost on the way, leave [Current] answering from the old list until
-//     the next announcement or read.
+//     every change until a read shows otherwise: one it makes without a
+//     word before any read has shown one, or announces only later (go-sdk
+//     servers announce 10 ms after a change), and an announcement lost on
+//     the way, leave [Current] answering from the old list until the next
+//     announcement or read.
 //
 // # Connections
 //

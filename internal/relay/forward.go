@@ -79,10 +79,15 @@ func (r *Relay) forward(ctx context.Context, c *conn, ss *mcp.ServerSession, met
 		if q.Params != nil {
 			up.Meta, up.Cursor = c.forwardMeta(q.Params.Meta), q.Params.Cursor
 		}
+		// What the client reads is a read of the upstream's tools like the
+		// gate's own: it refreshes the cache, and shows a change the
+		// upstream did not announce.
+		_, _, gen := c.tools.lookup("", Fresh)
 		res, err := c.cs.ListTools(ctx, up)
 		if err != nil {
 			return nil, err
 		}
+		r.observed(c, gen, res.Tools, up.Cursor == "" && res.NextCursor == "")
 		out := *res
 		scoped(&out.Cacheable)
 		if r.opts.Listed != nil {

@@ -88,6 +88,9 @@ type Relay struct {
 	closing  bool // Close was called: connect no more
 	progress map[string]progressRoute
 	nextTok  atomic.Uint64
+	// unannounced: a read caught the upstream changing a tool without
+	// announcing it (Unannounced).
+	unannounced atomic.Bool
 }
 
 // New connects to the upstream and assembles the downstream server, with

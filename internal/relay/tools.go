@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,8 +22,10 @@ const (
 	// in it and the list is not current (see Current).
 	Cached Freshness = iota
 	// Current accepts the cache only while the upstream keeps it current:
-	// it declared tools.listChanged, and it has announced no change since
-	// the list was read. Otherwise it reads the upstream.
+	// it declared tools.listChanged, it has announced no change since the
+	// list was read, and no read has caught it changing a tool without
+	// announcing it (see [Relay.Unannounced]). Otherwise it reads the
+	// upstream.
 	Current
 	// Fresh reads the upstream.
 	Fresh
@@ -71,18 +74,40 @@ func (tc *toolCache) lookup(name string, f Freshness) (t *mcp.Tool, ok bool, gen
 	return nil, false, tc.gen
 }
 
-// fill stores a complete list read after announcement gen.
-func (tc *toolCache) fill(gen uint64, tools []*mcp.Tool) {
+// fill stores a list read after announcement gen: complete (every page),
+// or one page of it. It reports whether the read shows a change the
+// upstream did not announce: the cache was current (the upstream declared
+// tools.listChanged, and announced nothing since the cached list was read
+// nor while this one was), and a tool differs in any field, or, for a
+// complete list, was added or removed. A page only updates the tools it
+// shows when it shows such a change (the cache is then not current).
+func (tc *toolCache) fill(gen uint64, tools []*mcp.Tool, complete bool) (unannounced bool) {
 	byName := make(map[string]*mcp.Tool, len(tools))
 	for _, t := range tools {
 		byName[t.Name] = t
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	if gen < tc.gen && tc.byName != nil {
-		return // a read that began after the announcement is already here
+	if gen == tc.gen && tc.announces && tc.current && tc.byName != nil {
+		unannounced = complete && len(byName) != len(tc.byName)
+		for name, t := range byName {
+			if old, ok := tc.byName[name]; !ok || !reflect.DeepEqual(old, t) {
+				unannounced = true
+				break
+			}
+		}
 	}
-	tc.byName, tc.current = byName, gen == tc.gen
+	switch {
+	case !complete:
+		if unannounced {
+			tc.byName, tc.current = nil, false
+		}
+	case gen < tc.gen && tc.byName != nil:
+		// A read that began after the announcement is already here.
+	default:
+		tc.byName, tc.current = byName, gen == tc.gen
+	}
+	return unannounced
 }
 
 // toolsChanged empties the tool cache of every connection, and of c, which
@@ -105,8 +130,47 @@ func (r *Relay) toolsChanged(c *conn) {
 	}
 }
 
+// Unannounced reports whether a read of the upstream's tools (the relay's
+// own, or a downstream client's tools/list passing through) has caught the
+// upstream changing a tool it had listed, without announcing it, although
+// it declared tools.listChanged. From then on [Current] reads the upstream
+// every time, on every connection, for as long as the relay runs: an
+// upstream known to break its promise once is not taken at its word again.
+func (r *Relay) Unannounced() bool { return r.unannounced.Load() }
+
+// observed records what a read of the upstream's tools on c showed (every
+// page, or one); a change the upstream did not announce ends the trust in
+// its announcements, and empties every connection's list.
+func (r *Relay) observed(c *conn, gen uint64, tools []*mcp.Tool, complete bool) {
+	if !c.tools.fill(gen, tools, complete) {
+		return
+	}
+	if !r.unannounced.Swap(true) {
+		// An upstream that changes a tool silently would have the proxy
+		// check an approval against a definition it no longer holds.
+		r.log.Warn("relay: the upstream changed a tool without announcing it; its tool list is read before every confirmed call from now on")
+	}
+	r.mu.Lock()
+	conns := make([]*conn, 0, len(r.sessions)+1)
+	if r.shared != nil {
+		conns = append(conns, r.shared)
+	}
+	for _, s := range r.sessions {
+		conns = append(conns, s)
+	}
+	r.mu.Unlock()
+	for _, o := range conns {
+		if o != c {
+			o.tools.changed()
+		}
+	}
+}
+
 // Tool implements [Upstream].
 func (c *conn) Tool(ctx context.Context, name string, f Freshness) (*mcp.Tool, error) {
+	if f == Current && c.r.unannounced.Load() {
+		f = Fresh
+	}
 	t, ok, gen := c.tools.lookup(name, f)
 	if ok {
 		return t, nil
@@ -139,6 +203,6 @@ func (c *conn) readTools(ctx context.Context, gen uint64) ([]*mcp.Tool, error) {
 		}
 		out = append(out, t)
 	}
-	c.tools.fill(gen, out)
+	c.r.observed(c, gen, out, true)
 	return out, nil
 }
