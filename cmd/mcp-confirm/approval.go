@@ -61,7 +61,7 @@ func (a *approvalFlags) register(fs *flag.FlagSet, server bool) {
 	fs.StringVar(&a.clientSecretFile, "approve-client-secret-file", "", "out-of-band: file holding the page's client secret at --approve-issuer, readable by its owner only\n(without it, a public client: PKCE alone)")
 	fs.StringVar(&a.groupsClaim, "approve-groups-claim", "", "out-of-band: the ID token claim listing the approver's groups, for group:GROUP approvers")
 	fs.StringVar(&a.scopes, "approve-scopes", "", "out-of-band: scopes to request besides openid, space- or comma-separated (e.g. groups)")
-	fs.StringVar(&a.passkeys, "approve-passkeys", "", "out-of-band: let approvers sign in with passkeys, enrolled through `mcp-confirm approvers add` (needs --key-file)\nand kept in this file (created 0600; replicas must share it). Approvers: passkey:NAME")
+	fs.StringVar(&a.passkeys, "approve-passkeys", "", "out-of-band: let approvers sign in with passkeys, enrolled through `mcp-confirm approvers add` (needs --key-file)\nand kept in this file (created 0600; replicas must share it). Approvers: passkey:NAME, or sub:P for its holder's --principal P")
 	fs.BoolVar(&a.allowHTTPIssuer, "allow-http-approve-issuer", false, "out-of-band: accept an http:// --approve-issuer. INSECURE: whoever answers at its address signs in as any\napprover; for tests on loopback only")
 	fs.StringVar(&a.notifyWebhook, "notify-webhook", "", "out-of-band: post each approval request (its link and question) to this Slack-compatible webhook (https).\nIts URL is a secret: better in $"+notifyEnv)
 }

@@ -347,7 +347,7 @@ func TestBinaryApprovePasskeyEnrolment(t *testing.T) {
 		{other, http.StatusNotFound, "invalid or has expired"},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := run(context.Background(), []string{"approvers", "add", "--key-file", tc.keys, "--public-url", base, "alice"}, nil, &stdout, &stderr); code != 0 {
+		if code := run(context.Background(), []string{"approvers", "add", "--key-file", tc.keys, "--public-url", base, "--not-a-caller", "alice"}, nil, &stdout, &stderr); code != 0 {
 			t.Fatalf("approvers add: exit %d: %s", code, stderr.String())
 		}
 		link := strings.TrimSpace(stdout.String())

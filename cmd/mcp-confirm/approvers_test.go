@@ -16,8 +16,10 @@ import (
 
 // TestApproversAdd: `mcp-confirm approvers add` prints a link that the
 // approval page of a server with the same key file and public URL takes
-// as an enrolment of NAME's passkey, and a page with another key does
-// not (the control); bad input is refused with usage and prints no link.
+// as an enrolment of NAME's passkey, for the principal --principal names
+// (or none, --not-a-caller), and a page with another key does not (the
+// control); bad input -- among it, neither or both of --principal and
+// --not-a-caller -- is refused with usage and prints no link.
 func TestApproversAdd(t *testing.T) {
 	dir := t.TempDir()
 	keys := filepath.Join(dir, "keys")
@@ -25,7 +27,7 @@ func TestApproversAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), []string{"approvers", "add", "--key-file", keys, "--public-url", "https://mcp.example.com/mcp", "--ttl", "1h", "alice"}, nil, &out, &errOut)
+	code := run(context.Background(), []string{"approvers", "add", "--key-file", keys, "--public-url", "https://mcp.example.com/mcp", "--ttl", "1h", "--principal", "alice@example.com", "alice"}, nil, &out, &errOut)
 	link := strings.TrimSpace(out.String())
 	if code != 0 || !strings.HasPrefix(link, "https://mcp.example.com/approve/enrol/") {
 		t.Fatalf("exit %d, printed %q; stderr %s", code, link, errOut.String())
@@ -48,20 +50,33 @@ func TestApproversAdd(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, link, nil))
 		return rec.Code, rec.Body.String()
 	}
-	if code, body := page(k[0]); code != http.StatusOK || !strings.Contains(body, "as passkey:alice.") {
+	if code, body := page(k[0]); code != http.StatusOK || !strings.Contains(body, "as passkey:alice.") || !strings.Contains(body, "you are sub:alice@example.com,") {
 		t.Errorf("the page takes the link with %d: %s", code, body)
 	}
 	if code, _ := page(bytes.Repeat([]byte{7}, 32)); code != http.StatusNotFound {
 		t.Errorf("control: a page with another key answered %d", code)
 	}
+	out.Reset()
+	errOut.Reset()
+	if code := run(context.Background(), []string{"approvers", "add", "--key-file", keys, "--public-url", "https://mcp.example.com", "--not-a-caller", "bob"}, nil, &out, &errOut); code != 0 {
+		t.Fatalf("--not-a-caller: exit %d: %s", code, errOut.String())
+	}
+	link = strings.TrimSpace(out.String())
+	if code, body := page(k[0]); code != http.StatusOK || !strings.Contains(body, "as passkey:bob.") || strings.Contains(body, "you are") {
+		t.Errorf("--not-a-caller: the page takes the link with %d: %s", code, body)
+	}
+	pk := []string{"--principal", "alice"}
 	for _, args := range [][]string{
+		{"approvers", "add", "--key-file", keys, "--public-url", "https://mcp.example.com", "alice"},
+		{"approvers", "add", "--key-file", keys, "--public-url", "https://mcp.example.com", "--principal", "alice", "--not-a-caller", "alice"},
+		{"approvers", "add", "--key-file", keys, "--public-url", "https://mcp.example.com", "--principal", "", "alice"},
 		{"approvers"},
 		{"approvers", "remove", "alice"},
 		{"approvers", "add", "--key-file", keys, "alice"},
-		{"approvers", "add", "--key-file", keys, "--public-url", "https://mcp.example.com", "alice", "bob"},
-		{"approvers", "add", "--key-file", keys, "--public-url", "https://mcp.example.com", ""},
-		{"approvers", "add", "--key-file", keys, "--public-url", "http://mcp.example.com", "alice"},
-		{"approvers", "add", "--key-file", filepath.Join(dir, "none"), "--public-url", "https://mcp.example.com", "alice"},
+		append([]string{"approvers", "add", "--key-file", keys, "--public-url", "https://mcp.example.com"}, append(pk, "alice", "bob")...),
+		append([]string{"approvers", "add", "--key-file", keys, "--public-url", "https://mcp.example.com"}, append(pk, "")...),
+		append([]string{"approvers", "add", "--key-file", keys, "--public-url", "http://mcp.example.com"}, append(pk, "alice")...),
+		append([]string{"approvers", "add", "--key-file", filepath.Join(dir, "none"), "--public-url", "https://mcp.example.com"}, append(pk, "alice")...),
 	} {
 		out.Reset()
 		errOut.Reset()

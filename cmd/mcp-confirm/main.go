@@ -6,7 +6,7 @@
 //
 //	mcp-confirm --root DIR [--root DIR ...] [--http ADDR] [--key-file FILE] [--ttl 10m] [--ledger-file FILE]
 //	mcp-confirm keygen [FILE]
-//	mcp-confirm approvers add --key-file FILE --public-url URL NAME
+//	mcp-confirm approvers add --key-file FILE --public-url URL (--principal P | --not-a-caller) NAME
 //	mcp-confirm proxy [flags] -- COMMAND [ARGS...]
 //	mcp-confirm --version
 //
@@ -93,7 +93,7 @@ Usage:
   mcp-confirm --root DIR [--root DIR ...] [flags]
   mcp-confirm keygen FILE      write a new key file for --key-file (owner-only)
   mcp-confirm keygen           print one new key line (to append when rotating)
-  mcp-confirm approvers add --key-file FILE --public-url URL NAME
+  mcp-confirm approvers add --key-file FILE --public-url URL (--principal P | --not-a-caller) NAME
                                print a one-time link enrolling NAME's passkey
   mcp-confirm proxy --help     the confirming proxy for other MCP servers
   mcp-confirm --version        print the version (also after proxy or keygen)

@@ -6,14 +6,22 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"os"
+	"path"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/approve"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/internal/approvetest"
 	"github.com/mcp-confirm/mcp-confirm/internal/bearer"
 	"github.com/mcp-confirm/mcp-confirm/internal/bearer/bearertest"
 )
@@ -114,9 +122,13 @@ func TestApproveCallerTokenCannotApprove(t *testing.T) {
 // and by group), sees nothing of the request and cannot decide it, even
 // with a valid session, form token and origin: the ledger refuses
 // (four-eyes), and the page says so. Another member of the group can
-// (the control).
+// (the control). The same across sign-in methods: the requester signed
+// in with a passkey of their own, enrolled for the principal their calls
+// carry (and listed by the passkey's name), is refused alike, and a
+// passkey enrolled before passkeys named their holder signs no one in;
+// another holder's passkey approves (the control).
 func TestApproveSelfApprovalRefused(t *testing.T) {
-	f := newFixture(t, fixtureOptions{})
+	f := newFixture(t, fixtureOptions{passkeys: true})
 	id, link := f.issue(t, ledger.Approval{Required: 1, Approvers: []string{"sub:alice", "group:ops"}, Requester: "sub:alice", Question: deleteQuestion(secret)})
 	alice := f.signIn(t, link, "alice")
 	expect(t, "the requester's GET", alice.get(t, link), http.StatusForbidden, []string{selfText}, secret, formMarker)
@@ -128,6 +140,67 @@ func TestApproveSelfApprovalRefused(t *testing.T) {
 	carol := f.signIn(t, link, "carol")
 	expect(t, "control: carol's GET", carol.get(t, link), http.StatusOK, []string{"secret-plan.xlsx", formMarker})
 	expect(t, "control: carol approves", carol.post(t, link, f.public, carol.token(link), "approve"), http.StatusOK, []string{"(you) approved"})
+
+	t.Run("passkey", func(t *testing.T) {
+		id, link := f.issue(t, ledger.Approval{Required: 1, Approvers: []string{"sub:alice", "passkey:alice-phone", "passkey:dave"},
+			Requester: "sub:alice", Question: deleteQuestion(secret)})
+		ctx := approvetest.Browser(t)
+		authenticator(t, ctx)
+		said := enrolPasskey(t, ctx, f, approve.Holder{Name: "alice-phone", Principal: "alice"})
+		if !strings.Contains(said, "you are sub:alice") {
+			t.Errorf("the enrolment says %q, want it to name sub:alice", said)
+		}
+		// The sign-in page's button gone, the page it led to.
+		approvetest.Do(t, ctx, chromedp.Navigate(link), chromedp.Click(chromedp.ID("passkey")), chromedp.WaitNotPresent(chromedp.ID("passkey")),
+			chromedp.WaitVisible(chromedp.CSS("#message, #question")))
+		if got := approvetest.Get(t, ctx, chromedp.Evaluate[string](`(document.getElementById("message") || {textContent: "(the request is shown)"}).textContent`)); got != selfText {
+			t.Errorf("the requester signed in with her passkey is shown %q, want %q", got, selfText)
+		}
+		if got := approvetest.Get(t, ctx, chromedp.Evaluate[string](`document.body.innerText`)); strings.Contains(got, "secret-plan") {
+			t.Errorf("the requester signed in with her passkey is shown the question: %q", got)
+		}
+		// Her passkey's session, its form token, the page's origin: the
+		// ledger refuses.
+		c := chromeCookie(t, ctx, f)
+		jar := approvetest.HTTPClient(t)
+		u, _ := url.Parse(f.public)
+		jar.Jar.SetCookies(u, []*http.Cookie{c})
+		for _, d := range []string{"approve", "decline"} {
+			expect(t, "the requester's passkey "+d, post(t, jar, link, f.public, f.h.FormToken(c, path.Base(link)), d), http.StatusForbidden, []string{selfText}, secret)
+		}
+		expectNoDecision(t, f, id)
+
+		// A passkey that names no holder (its line as it was written
+		// before holders were named) signs no one in.
+		b, err := os.ReadFile(f.passkeys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.passkeys, []byte(strings.Replace(string(b), `"principal":"alice",`, "", 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Call(ctx, network.ClearBrowserCookies, cdp.Empty{}); err != nil {
+			t.Fatal(err)
+		}
+		approvetest.Do(t, ctx, chromedp.Navigate(link), chromedp.Click(chromedp.ID("passkey")))
+		if got := passkeyStatus(t, ctx); !strings.Contains(got, "names no holder") {
+			t.Errorf("a passkey naming no holder: %q", got)
+		}
+		expectNoDecision(t, f, id)
+
+		// The control: dave's passkey, enrolled for his own principal.
+		dave := approvetest.Browser(t)
+		authenticator(t, dave)
+		enrolPasskey(t, dave, f, approve.Holder{Name: "dave", Principal: "dave"})
+		approvetest.Do(t, dave, chromedp.Navigate(link), chromedp.Click(chromedp.ID("passkey")), chromedp.WaitVisible(chromedp.ID("question")))
+		if got := approvetest.Get(t, dave, chromedp.Text(chromedp.ID("who"))); got != "«sub:dave»" {
+			t.Errorf("control: dave signed in with his passkey as %q, want «sub:dave»", got)
+		}
+		approvetest.Do(t, dave, chromedp.Click(chromedp.ID("approve")), chromedp.WaitNotPresent(chromedp.ID("approve")))
+		if d := f.decisions(t, id); len(d) != 1 || d[0].Approver != "sub:dave" || !d[0].Approve {
+			t.Errorf("control: recorded %+v, want dave's approval", d)
+		}
+	})
 }
 
 // TestApproveUnlistedApproverRefused: someone who signs in at the issuer

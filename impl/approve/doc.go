@@ -40,9 +40,15 @@
 // Or, with [Options.Passkeys], approvers sign in with a passkey: WebAuthn
 // (github.com/go-webauthn/webauthn), a discoverable credential with user
 // verification required, enrolled through a one-time link that
-// [EnrolLink] makes (`mcp-confirm approvers add` prints it) and kept in
-// Passkeys.File; the approver is [PasskeyPrefix] + the name it was
-// enrolled as. The passkey ceremonies are the one place the page runs a
+// [EnrolLink] makes (`mcp-confirm approvers add` prints it) for a
+// [Holder], and kept in Passkeys.File. A passkey is enrolled either for
+// the principal its holder's own MCP calls carry, P: signed in with it
+// they are [SubjectPrefix] + P, in the group [PasskeyPrefix] + its name,
+// so that approvers may list it by either name and the requester of a
+// call (named SubjectPrefix + the caller's principal) is refused whether
+// they sign in at the issuer or with a passkey (TestApproveSelfApprovalRefused);
+// or for a holder who makes no MCP calls: they are PasskeyPrefix + its
+// name. A passkey that says neither signs no one in. The passkey ceremonies are the one place the page runs a
 // script: its own, served at the prefix's passkey.js, the only script its
 // CSP allows, fetching from this origin only.
 //
@@ -53,8 +59,8 @@
 // # What it guarantees
 //
 //   - A decision is recorded only for an approver signed in at the issuer
-//     in this browser, whom the Approval lists and who is not its
-//     Requester, once (the ledger's Decide is one atomic step in the
+//     or with a passkey in this browser, whom the Approval lists and who
+//     is not its Requester (by either sign-in), once (the ledger's Decide is one atomic step in the
 //     store), before the confirmation expires.
 //   - Cross-site request forgery is refused three times over: the session
 //     cookie is SameSite=Strict and HttpOnly (Secure, with a __Host- name,
@@ -106,8 +112,15 @@
 //     write it); that an enrolment link reaches only its person (whoever
 //     opens it first enrols, once); clone detection (signature counters
 //     are not updated); removal (delete the passkey's line from the file).
-//     One person enrolled under two names, or with a passkey and a
-//     subject, counts as two approvers: list each person once.
+//     That a passkey's holder is the principal it was enrolled for: the
+//     operator says so (`approvers add --principal`), and a holder
+//     enrolled as not a caller (--not-a-caller) who does make calls
+//     approves their own. One person enrolled under two names as not a
+//     caller, or as not a caller and with a subject, counts as two
+//     approvers; a passkey enrolled for P and the subject P at the
+//     issuer count as one, which assumes, as excluding the requester
+//     does, that the issuer's subjects are the principals of the
+//     callers' tokens.
 //   - Rate limits: the front door's limits apply.
 //   - Key rotation: one Key; changing it ends every session and link.
 package approve

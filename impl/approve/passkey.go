@@ -23,8 +23,10 @@ import (
 
 // Passkeys configures the approvers' second way to sign in: a passkey
 // (WebAuthn, discoverable, user verification required), enrolled through a
-// one-time link ([EnrolLink]). An approver signed in with the passkey
-// enrolled as NAME is [PasskeyPrefix] + NAME.
+// one-time link ([EnrolLink]) for a [Holder]. Signed in with it, the
+// holder is [SubjectPrefix] + their Principal, a member of the group
+// [PasskeyPrefix] + its Name; or, for a holder who makes no MCP calls,
+// [PasskeyPrefix] + its Name.
 type Passkeys struct {
 	// File keeps the enrolled passkeys (their public keys, one JSON line
 	// each): the page creates it (mode 0600) and appends to it, and reads
@@ -37,9 +39,65 @@ type Passkeys struct {
 	DisplayName string
 }
 
-// PasskeyPrefix names approvers signed in with a passkey: "passkey:" +
-// the name it was enrolled as.
+// PasskeyPrefix names the passkeys approvers may be listed by:
+// "passkey:" + the name it was enrolled as.
 const PasskeyPrefix = "passkey:"
+
+// A Holder is the person a passkey is enrolled for, by [EnrolLink].
+//
+// A passkey names its holder's MCP principal so that its holder is
+// excluded from approving their own calls: the flow names a call's
+// requester [SubjectPrefix] + the caller's principal
+// (confirm.Options.Requester), and a passkey with no principal could not
+// be matched against it, whoever holds it. Exactly one of Principal and
+// NotCaller is set; a passkey enrolled with neither (before passkeys
+// named their holder) signs no one in.
+type Holder struct {
+	// Name is the passkey's name, which approvers list as PasskeyPrefix +
+	// Name: 1 to 128 bytes of UTF-8.
+	Name string
+	// Principal is the principal the holder's own MCP calls carry (their
+	// bearer token's subject). Signed in with the passkey, the holder is
+	// SubjectPrefix + Principal: the requester of those calls, who never
+	// approves them, and the same approver as their sign-in at the issuer
+	// (a subject whose tokens carry the same principal), so that one
+	// person counts once towards the approvals a call needs.
+	Principal string
+	// NotCaller says the holder makes no MCP calls at all (holds no
+	// token the front door accepts): signed in with the passkey, they
+	// are PasskeyPrefix + Name, whom no requester is. Anyone who is both
+	// must be enrolled with Principal: a NotCaller passkey of a caller
+	// approves that caller's own calls.
+	NotCaller bool
+}
+
+// check reports whether h can be enrolled.
+func (h Holder) check() error {
+	switch {
+	case h.Name == "" || len(h.Name) > maxEnrolName || !utf8.ValidString(h.Name):
+		return fmt.Errorf("approve: passkey name of %d bytes: want 1 to %d of UTF-8", len(h.Name), maxEnrolName)
+	// Self-approval: a passkey whose holder's principal is unknown
+	// cannot be excluded from approving its holder's own calls.
+	case h.Principal == "" && !h.NotCaller:
+		return errors.New("approve: passkey holder: name the principal of their MCP calls, or say they make none (NotCaller)")
+	case h.Principal != "" && h.NotCaller:
+		return errors.New("approve: passkey holder: a principal and NotCaller: choose one")
+	case len(SubjectPrefix+h.Principal) > ledger.MaxName || !utf8.ValidString(h.Principal):
+		return fmt.Errorf("approve: passkey holder's principal of %d bytes: want at most %d of UTF-8", len(h.Principal), ledger.MaxName-len(SubjectPrefix))
+	}
+	return nil
+}
+
+// approver is who signs in with a passkey enrolled for h.
+func (h Holder) approver() (ledger.Approver, error) {
+	if err := h.check(); err != nil {
+		return ledger.Approver{}, err
+	}
+	if h.NotCaller {
+		return ledger.Approver{ID: PasskeyPrefix + h.Name}, nil
+	}
+	return ledger.Approver{ID: SubjectPrefix + h.Principal, Groups: []string{PasskeyPrefix + h.Name}}, nil
+}
 
 // Why go-webauthn: it is the maintained Go WebAuthn relying party (a
 // fork of duo-labs/webauthn, which it replaced), and it checks what a
@@ -53,9 +111,15 @@ const maxEnrolName = 128
 
 // enrolment is what an enrolment link holds, sealed.
 type enrolment struct {
-	Name  string `json:"n"`
-	Nonce []byte `json:"x"` // one-time: recorded with the passkey it enrolled
-	Exp   int64  `json:"e"`
+	Name      string `json:"n"`
+	Principal string `json:"p,omitempty"`
+	NotCaller bool   `json:"c,omitempty"`
+	Nonce     []byte `json:"x"` // one-time: recorded with the passkey it enrolled
+	Exp       int64  `json:"e"`
+}
+
+func (e enrolment) holder() Holder {
+	return Holder{Name: e.Name, Principal: e.Principal, NotCaller: e.NotCaller}
 }
 
 // purposeEnrol seals enrolment links; purposeCeremony the WebAuthn
@@ -65,13 +129,13 @@ const (
 	purposeCeremony = "ceremony"
 )
 
-// EnrolLink returns a link that enrols one passkey for the approver name,
+// EnrolLink returns a link that enrols one passkey for its holder h,
 // once, before ttl has passed: for `mcp-confirm approvers add`. key and
 // publicURL are the page's [Options.Key] and [Options.PublicURL].
 // Whoever opens the link first enrols: send it to the person only.
-func EnrolLink(key []byte, publicURL, name string, ttl time.Duration) (string, error) {
-	if name == "" || len(name) > maxEnrolName || !utf8.ValidString(name) {
-		return "", fmt.Errorf("approve: passkey name of %d bytes: want 1 to %d of UTF-8", len(name), maxEnrolName)
+func EnrolLink(key []byte, publicURL string, h Holder, ttl time.Duration) (string, error) {
+	if err := h.check(); err != nil {
+		return "", err
 	}
 	if ttl <= 0 {
 		return "", fmt.Errorf("approve: enrolment TTL %v: want positive", ttl)
@@ -84,7 +148,7 @@ func EnrolLink(key []byte, publicURL, name string, ttl time.Duration) (string, e
 	if err != nil {
 		return "", err
 	}
-	e := enrolment{Name: name, Nonce: make([]byte, 16), Exp: time.Now().Add(ttl).Unix()}
+	e := enrolment{Name: h.Name, Principal: h.Principal, NotCaller: h.NotCaller, Nonce: make([]byte, 16), Exp: time.Now().Add(ttl).Unix()}
 	rand.Read(e.Nonce)
 	plain, _ := json.Marshal(e)
 	return base + "/approve/" + enrolPath + k.seal(purposeEnrol, plain), nil
@@ -96,8 +160,10 @@ const enrolPath = "enrol/"
 // A passkey is one enrolled credential, as a line of Passkeys.File.
 type passkey struct {
 	Name       string              `json:"name"`
-	Handle     []byte              `json:"handle"`    // the WebAuthn user handle: random per enrolment
-	Enrolment  []byte              `json:"enrolment"` // the nonce of the link that enrolled it
+	Principal  string              `json:"principal,omitempty"` // Holder.Principal
+	NotCaller  bool                `json:"notCaller,omitempty"` // Holder.NotCaller
+	Handle     []byte              `json:"handle"`              // the WebAuthn user handle: random per enrolment
+	Enrolment  []byte              `json:"enrolment"`           // the nonce of the link that enrolled it
 	Credential webauthn.Credential `json:"credential"`
 }
 
@@ -239,7 +305,7 @@ const maxCeremonyBody = 64 << 10
 func (h *Handler) enrolment(token string) (enrolment, bool) {
 	var e enrolment
 	plain, err := h.keys.open(purposeEnrol, token)
-	if err != nil || json.Unmarshal(plain, &e) != nil || e.Name == "" || len(e.Nonce) != 16 || h.now().Unix() >= e.Exp {
+	if err != nil || json.Unmarshal(plain, &e) != nil || e.holder().check() != nil || len(e.Nonce) != 16 || h.now().Unix() >= e.Exp {
 		return enrolment{}, false
 	}
 	return e, true
@@ -256,7 +322,8 @@ func (h *Handler) enrolPage(w http.ResponseWriter, token string) {
 		h.render(w, http.StatusGone, page{Title: "Enrolment used", Message: "This enrolment link was used already: ask for a new one."})
 		return
 	}
-	h.render(w, http.StatusOK, page{Title: "Create a passkey", Message: "Create a passkey to approve requests as " + PasskeyPrefix + e.Name + ".",
+	a, _ := e.holder().approver()
+	h.render(w, http.StatusOK, page{Title: "Create a passkey", Message: "Create a passkey to approve requests as " + PasskeyPrefix + e.Name + "." + youAre(a),
 		Passkey: &passkeyButton{Label: "Create a passkey", Kind: "create", Begin: h.prefix + enrolPath + token + "/begin",
 			Finish: h.prefix + enrolPath + token + "/finish"}, Script: h.prefix + scriptPath})
 }
@@ -346,7 +413,7 @@ func (h *Handler) ceremonyStep(w http.ResponseWriter, r *http.Request, kind, tok
 			fail(http.StatusBadRequest, "the passkey was not accepted", "err", err)
 			return
 		}
-		switch err := h.passkeys.add(passkey{Name: e.Name, Handle: c.Handle, Enrolment: e.Nonce, Credential: *cred}); {
+		switch err := h.passkeys.add(passkey{Name: e.Name, Principal: e.Principal, NotCaller: e.NotCaller, Handle: c.Handle, Enrolment: e.Nonce, Credential: *cred}); {
 		case errors.Is(err, errEnrolled):
 			fail(http.StatusGone, "this enrolment link was used already")
 			return
@@ -354,8 +421,9 @@ func (h *Handler) ceremonyStep(w http.ResponseWriter, r *http.Request, kind, tok
 			fail(http.StatusInternalServerError, "the passkey could not be kept", "err", err)
 			return
 		}
-		h.log.Info("approve: passkey enrolled", "approver", PasskeyPrefix+e.Name)
-		passkeyJSON(w, http.StatusOK, map[string]string{"message": "Passkey created: you can approve requests as " + PasskeyPrefix + e.Name + "."})
+		a, _ := e.holder().approver()
+		h.log.Info("approve: passkey enrolled", "passkey", PasskeyPrefix+e.Name, "approver", a.ID)
+		passkeyJSON(w, http.StatusOK, map[string]string{"message": "Passkey created: you can approve requests as " + PasskeyPrefix + e.Name + "." + youAre(a)})
 		return
 	}
 	all, err := h.passkeys.load()
@@ -363,9 +431,11 @@ func (h *Handler) ceremonyStep(w http.ResponseWriter, r *http.Request, kind, tok
 		fail(http.StatusInternalServerError, "the passkeys could not be read", "err", err)
 		return
 	}
-	user, _, err := h.passkeys.wa.FinishPasskeyLogin(func(rawID, handle []byte) (webauthn.User, error) {
+	var found passkey
+	_, _, err = h.passkeys.wa.FinishPasskeyLogin(func(rawID, handle []byte) (webauthn.User, error) {
 		for _, k := range all {
 			if bytes.Equal(k.Handle, handle) && bytes.Equal(k.Credential.ID, rawID) {
+				found = k
 				return &passkeyUser{name: k.Name, handle: k.Handle, creds: []webauthn.Credential{k.Credential}}, nil
 			}
 		}
@@ -375,13 +445,28 @@ func (h *Handler) ceremonyStep(w http.ResponseWriter, r *http.Request, kind, tok
 		fail(http.StatusForbidden, "the passkey was not accepted", "err", err)
 		return
 	}
-	a := ledger.Approver{ID: PasskeyPrefix + user.WebAuthnName()}
-	s := session{SID: make([]byte, 16), ID: a.ID, Exp: h.now().Add(h.sessionTTL).Unix()}
+	// Self-approval: the holder is named as the flow names the requester
+	// of their own calls; a passkey whose holder is unknown signs no one in.
+	a, err := Holder{Name: found.Name, Principal: found.Principal, NotCaller: found.NotCaller}.approver()
+	if err != nil {
+		fail(http.StatusForbidden, "this passkey names no holder: enrol it again (mcp-confirm approvers add --principal or --not-a-caller)", "passkey", PasskeyPrefix+found.Name, "err", err)
+		return
+	}
+	s := session{SID: make([]byte, 16), ID: a.ID, Groups: a.Groups, Exp: h.now().Add(h.sessionTTL).Unix()}
 	rand.Read(s.SID)
 	if err := h.setCookie(w, purposeSession, s, h.sessionTTL); err != nil {
 		fail(http.StatusInternalServerError, "the session could not be made", "err", err)
 		return
 	}
-	h.log.Info("approve: signed in", "approver", a.ID, "with", "passkey")
+	h.log.Info("approve: signed in", "approver", a.ID, "with", PasskeyPrefix+found.Name)
 	passkeyJSON(w, http.StatusOK, map[string]string{"redirect": h.prefix + token})
+}
+
+// youAre tells a passkey's holder, enrolled for their principal, who they
+// are once signed in with it ("" for a holder who makes no calls).
+func youAre(a ledger.Approver) string {
+	if len(a.Groups) == 0 {
+		return ""
+	}
+	return " Signed in with it, you are " + a.ID + ", who never approves their own calls."
 }

@@ -36,14 +36,15 @@ func authenticator(t *testing.T, ctx context.Context) webauthn.AuthenticatorID {
 
 // TestApprovePasskeyInChromium: a passkey enrolled through the one-time
 // link EnrolLink makes, in a real Chromium with a virtual authenticator,
-// signs its approver in (no issuer involved) as passkey:NAME, who reads
+// for a holder who makes no MCP calls, signs its approver in (no issuer
+// involved) as passkey:NAME, who reads
 // the question and approves: the ledger records that approver's one
 // decision. The link enrols once: opened again it is refused, and a
 // ceremony through it is refused too. A browser whose authenticator
 // holds no passkey is not signed in (the control).
 func TestApprovePasskeyInChromium(t *testing.T) {
 	f := newFixture(t, fixtureOptions{passkeys: true})
-	enrol, err := approve.EnrolLink(f.key, f.public, "dave", time.Hour)
+	enrol, err := approve.EnrolLink(f.key, f.public, approve.Holder{Name: "dave", NotCaller: true}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,4 +106,49 @@ func passkeyStatus(t *testing.T, ctx context.Context) string {
   const text = s ? s.textContent : "";
   return text && !text.startsWith("Waiting") ? text : null;
 })()`, chromedp.WithPollingTimeout(30*time.Second)))
+}
+
+// enrolPasskey enrols a passkey for h in the browser tab ctx (whose
+// virtual authenticator keeps it) and returns what the page said.
+func enrolPasskey(t *testing.T, ctx context.Context, f *fixture, h approve.Holder) string {
+	t.Helper()
+	enrol, err := approve.EnrolLink(f.key, f.public, h, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approvetest.Do(t, ctx, chromedp.Navigate(enrol), chromedp.Click(chromedp.ID("passkey")))
+	got := passkeyStatus(t, ctx)
+	if !strings.HasPrefix(got, "Passkey created") {
+		t.Fatalf("enrolment of %+v: %q", h, got)
+	}
+	return got
+}
+
+// TestEnrolLinkRefused: EnrolLink makes no link for a holder it could not
+// tell from the requester of their own calls (neither a principal nor
+// NotCaller), nor for an ambiguous or oversized one; a holder with a
+// principal, or who makes no calls, gets one (the controls).
+func TestEnrolLinkRefused(t *testing.T) {
+	key := make([]byte, 32)
+	for _, tc := range []struct {
+		name string
+		h    approve.Holder
+		want string
+	}{
+		{"neither principal nor NotCaller", approve.Holder{Name: "dave"}, "name the principal"},
+		{"both", approve.Holder{Name: "dave", Principal: "dave", NotCaller: true}, "choose one"},
+		{"no name", approve.Holder{Principal: "dave"}, "passkey name"},
+		{"principal too long", approve.Holder{Name: "dave", Principal: strings.Repeat("p", ledger.MaxName)}, "principal of"},
+		{"principal not UTF-8", approve.Holder{Name: "dave", Principal: "\xff"}, "principal of"},
+		{"control: a principal", approve.Holder{Name: "dave", Principal: "dave"}, ""},
+		{"control: not a caller", approve.Holder{Name: "dave", NotCaller: true}, ""},
+	} {
+		link, err := approve.EnrolLink(key, "https://mcp.example.com", tc.h, time.Hour)
+		switch {
+		case tc.want == "" && (err != nil || !strings.HasPrefix(link, "https://mcp.example.com/approve/enrol/")):
+			t.Errorf("%s: %q, %v", tc.name, link, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || link != ""):
+			t.Errorf("%s: %q, %v; want an error saying %q", tc.name, link, err, tc.want)
+		}
+	}
 }

@@ -82,8 +82,10 @@
 // principal (stdio, no authentication) excludes no one, though N distinct
 // approvers are still needed; the requester is named SubjectPrefix +
 // principal, which excludes them only if the caller's tokens and the
-// approvers' sign-in name people alike ([Options.Requester]), and never
-// as a passkey (PasskeyPrefix…) they may hold.
+// approvers' sign-in name people alike ([Options.Requester]). A passkey
+// enrolled for the caller's principal signs its holder in under that
+// same name (package approve's Holder), so they are excluded there too;
+// one enrolled for a holder who makes no calls is not.
 package confirm
 
 import (
@@ -170,7 +172,10 @@ type Options struct {
 	// Requester names the caller, given its principal, as the approval
 	// page names whoever signs in, so that the caller can never approve
 	// their own call. Default: SubjectPrefix + principal ("" for an
-	// unauthenticated caller: then no one is excluded).
+	// unauthenticated caller: then no one is excluded). Package approve
+	// signs a passkey's holder in as SubjectPrefix + the principal it was
+	// enrolled for: a Requester that names callers otherwise does not
+	// exclude them there.
 	Requester func(principal string) string
 	// Now is the clock a held older-era call compares expiry on.
 	// Default time.Now.

@@ -56,7 +56,10 @@ func ParseMode(s string) (Mode, error) {
 // (package approve): an approver signed in at the OpenID Connect issuer
 // with subject S is SubjectPrefix+S, and a member of the group G of the
 // configured group claim also GroupPrefix+G; one signed in with a passkey
-// enrolled as N is PasskeyPrefix+N. A requester is named the first way.
+// enrolled as N for the principal P (the principal of the holder's own
+// calls) is SubjectPrefix+P and also PasskeyPrefix+N, or, enrolled for
+// someone who makes no calls, PasskeyPrefix+N. A requester is named the
+// first way.
 const (
 	SubjectPrefix = "sub:"
 	GroupPrefix   = "group:"
