@@ -33,6 +33,14 @@
 // clients, hence one of each. HTTPOptions.Auth wraps both: authentication
 // runs before any session is looked up or created.
 //
+// The event that answers a POST's call and the end of its response leave
+// in one write, where go-sdk alone flushes the answer and ends the response
+// in a second: one system call fewer per call, and a client that closes
+// the body once it has the answer keeps its connection
+// (TestHTTPAnswerEndsResponse, its control go-sdk's handler alone). Every
+// other event (an elicitation, progress, a log message during a call) is
+// flushed as go-sdk writes it (TestIsAnswerEvent).
+//
 // Over stdio, every line is checked before go-sdk sees it, because go-sdk
 // v1.8.0 ends the whole session on the first line it cannot decode. A line
 // that is not JSON gets a -32700 error, one that is JSON but not a JSON-RPC

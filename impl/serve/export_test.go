@@ -4,3 +4,6 @@ package serve
 // that spells every default out (TestHTTPDefaults); nothing outside the
 // tests needs it, so it is not on the package's surface.
 func (h *HTTP) Options() HTTPOptions { return h.opts }
+
+// IsAnswerEvent is isAnswerEvent, for its table test.
+var IsAnswerEvent = isAnswerEvent

@@ -186,6 +186,9 @@ func NewHTTP(s *mcp.Server, opts HTTPOptions) (*HTTP, error) {
 	})
 	capped := &sessionCap{server: s, max: opts.MaxSessions, next: stateful, log: opts.Logger}
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w = &answerWriter{ResponseWriter: w}
+		}
 		if v := r.Header.Get("Mcp-Protocol-Version"); v >= requeststate.ProtocolMRTR {
 			stateless.ServeHTTP(w, r)
 			return
