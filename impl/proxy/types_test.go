@@ -191,48 +191,64 @@ func TestProxySchemaTypeMismatchRefused(t *testing.T) {
 // instead: the question would show one number and the upstream act on
 // another. Nothing is asked, issued or forwarded. Controls: numbers every
 // reader reads alike — 2^53, 0.1, 1e23, 1.50 — are asked, and the upstream
-// receives them as written.
+// receives them as written. Both eras, in memory and over streamable HTTP
+// (where the numbers travel as the client wrote them, through go-sdk's
+// HTTP handler, to the boundary and the proxy). One layer refuses before
+// the proxy there: on 2026-07-28, go-sdk's streamable transport reads the
+// tool's name from the body to check the Mcp-Name header, and arguments
+// holding 1e400 cannot be read into its float64 (the client sends no
+// header; the server answers 400 Bad Request); nothing reaches the proxy.
 func TestProxyInexactNumberRefused(t *testing.T) {
 	tests := []struct {
 		name, args string
 		want       string // in the refusal; "" means asked and run
+		transport  string // over HTTP on 2026-07-28, go-sdk's transport refuses first, saying this
 	}{
-		{"2^53+1", `{"n":9007199254740993}`, "at «\u2068n\u2069»: the number 9007199254740993 is read as 9007199254740992 by readers that use IEEE-754 doubles"},
-		{"in an array", `{"n":[1,-9007199254740993]}`, "at «\u2068n\u2069»[1]: the number -9007199254740993 is read as -9007199254740992"},
-		{"an id of 18 digits", `{"id":123456789012345678}`, "the number 123456789012345678 is read as 123456789012345680"},
-		{"more digits than a double keeps", `{"o":{"x":0.1000000000000000055511151231257827}}`, "at «\u2068o\u2069».«\u2068x\u2069»: the number 0.1000000000000000055511151231257827 is read as 0.1"},
-		{"past the largest double", `{"n":1e400}`, "the number 1e400 is beyond the largest IEEE-754 double"},
-		{"below the smallest", `{"n":1e-400}`, "the number 1e-400 is read as 0"},
-		{"control: 2^53", `{"n":9007199254740992}`, ""},
-		{"control: 0.1", `{"n":0.1}`, ""},
-		{"control: 1e23 and 1.50", `{"n":[1e23,1.50]}`, ""},
+		{"2^53+1", `{"n":9007199254740993}`, "at «\u2068n\u2069»: the number 9007199254740993 is read as 9007199254740992 by readers that use IEEE-754 doubles", ""},
+		{"in an array", `{"n":[1,-9007199254740993]}`, "at «\u2068n\u2069»[1]: the number -9007199254740993 is read as -9007199254740992", ""},
+		{"an id of 18 digits", `{"id":123456789012345678}`, "the number 123456789012345678 is read as 123456789012345680", ""},
+		{"more digits than a double keeps", `{"o":{"x":0.1000000000000000055511151231257827}}`, "at «\u2068o\u2069».«\u2068x\u2069»: the number 0.1000000000000000055511151231257827 is read as 0.1", ""},
+		{"past the largest double", `{"n":1e400}`, "the number 1e400 is beyond the largest IEEE-754 double", `missing required Mcp-Name header for method "tools/call"`},
+		{"below the smallest", `{"n":1e-400}`, "the number 1e-400 is read as 0", ""},
+		{"control: 2^53", `{"n":9007199254740992}`, "", ""},
+		{"control: 0.1", `{"n":0.1}`, "", ""},
+		{"control: 1e23 and 1.50", `{"n":[1e23,1.50]}`, "", ""},
 	}
 	for _, era := range eras {
-		t.Run(era, func(t *testing.T) {
-			u := newUpstream(t, eraMRTR)
-			sent := rawTool(u, "run", nil)
-			e := newEnv(t, envOptions{up: u})
-			a := mcptest.Accept()
-			cs := e.connect(clientOptions{era: era, answer: a})
-			for _, tt := range tests {
-				t.Run(tt.name, func(t *testing.T) {
-					asked, issued, ran := len(a.Questions()), e.issued(), len(sent())
-					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run", Arguments: json.RawMessage(tt.args)})
-					if tt.want == "" {
-						wantResult(t, res, err, "ran")
-						s := sent()
-						if len(a.Questions()) != asked+1 || len(s) != ran+1 || s[len(s)-1] != tt.args {
-							t.Fatalf("control: asked %d, ran %d times (last with %v); want once, with %s", len(a.Questions())-asked, len(s)-ran, s, tt.args)
+		for _, transport := range []string{inMemory, httpT} {
+			t.Run(era+"/"+transport, func(t *testing.T) {
+				u := newUpstream(t, eraMRTR)
+				sent := rawTool(u, "run", nil)
+				e := newEnv(t, envOptions{up: u})
+				a := mcptest.Accept()
+				cs := e.connect(clientOptions{era: era, answer: a, transport: transport})
+				for _, tt := range tests {
+					t.Run(tt.name, func(t *testing.T) {
+						asked, issued, ran := len(a.Questions()), e.issued(), len(sent())
+						res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run", Arguments: json.RawMessage(tt.args)})
+						if tt.want == "" {
+							wantResult(t, res, err, "ran")
+							s := sent()
+							if len(a.Questions()) != asked+1 || len(s) != ran+1 || s[len(s)-1] != tt.args {
+								t.Fatalf("control: asked %d, ran %d times (last with %v); want once, with %s", len(a.Questions())-asked, len(s)-ran, s, tt.args)
+							}
+							return
 						}
-						return
-					}
-					mcptest.WantToolRefusal(t, res, err, "refused before asking")
-					mcptest.WantToolRefusal(t, res, err, tt.want)
-					if len(a.Questions()) != asked || e.issued() != issued || len(sent()) != ran {
-						t.Fatalf("asked %d, issued %d, forwarded %d; want none", len(a.Questions())-asked, e.issued()-issued, len(sent())-ran)
-					}
-				})
-			}
-		})
+						switch {
+						case tt.transport != "" && transport == httpT && era == eraMRTR:
+							if err == nil || !strings.Contains(err.Error(), tt.transport) || !strings.Contains(err.Error(), "Bad Request") {
+								t.Fatalf("want go-sdk's transport to refuse (%s), got err=%v res=%s", tt.transport, err, mcptest.Describe(res))
+							}
+						default:
+							mcptest.WantToolRefusal(t, res, err, "refused before asking")
+							mcptest.WantToolRefusal(t, res, err, tt.want)
+						}
+						if len(a.Questions()) != asked || e.issued() != issued || len(sent()) != ran {
+							t.Fatalf("asked %d, issued %d, forwarded %d; want none", len(a.Questions())-asked, e.issued()-issued, len(sent())-ran)
+						}
+					})
+				}
+			})
+		}
 	}
 }
