@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
@@ -145,6 +146,35 @@ func TestPasskeysFileWritableRefused(t *testing.T) {
 		}
 		if err := p.add(passkey{Name: "x", Enrolment: []byte{1}}); err == nil {
 			t.Errorf("mode %v: a passkey added", mode)
+		}
+	}
+}
+
+// TestPasskeysNamingNoHolderRefused: a passkeys file holding a passkey
+// that says neither whose calls are its holder's nor that they make none
+// (a line written before holders were named, or by hand) is refused when
+// the page starts, naming the passkey: its holder could approve their own
+// calls. The same line with a principal, or as not a caller, starts (the
+// controls).
+func TestPasskeysNamingNoHolderRefused(t *testing.T) {
+	for _, tc := range []struct {
+		line, want string
+	}{
+		{`{"name":"mallory","handle":"AA==","enrolment":"AA==","credential":{}}`, `passkey "mallory" names no holder`},
+		{`{"name":"mallory","principal":"mallory","notCaller":true,"handle":"AA==","enrolment":"AA==","credential":{}}`, `passkey "mallory" names no holder`},
+		{`{"name":"mallory","principal":"mallory","handle":"AA==","enrolment":"AA==","credential":{}}`, ""},
+		{`{"name":"mallory","notCaller":true,"handle":"AA==","enrolment":"AA==","credential":{}}`, ""},
+	} {
+		file := filepath.Join(t.TempDir(), "passkeys")
+		if err := os.WriteFile(file, []byte(tc.line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := newPasskeys(&Passkeys{File: file}, "http://localhost:1", "localhost")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("control %s: %v", tc.line, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: %v, want an error saying %q", tc.line, err, tc.want)
 		}
 	}
 }

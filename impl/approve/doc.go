@@ -48,7 +48,9 @@
 // call (named SubjectPrefix + the caller's principal) is refused whether
 // they sign in at the issuer or with a passkey (TestApproveSelfApprovalRefused);
 // or for a holder who makes no MCP calls: they are PasskeyPrefix + its
-// name. A passkey that says neither signs no one in. The passkey ceremonies are the one place the page runs a
+// name. A passkeys file holding a passkey that says neither stops New
+// (TestPasskeysNamingNoHolderRefused), and such a line added later signs
+// no one in. The passkey ceremonies are the one place the page runs a
 // script: its own, served at the prefix's passkey.js, the only script its
 // CSP allows, fetching from this origin only.
 //

@@ -199,7 +199,25 @@ func newPasskeys(p *Passkeys, origin, host string) (*passkeys, error) {
 	if err != nil {
 		return nil, fmt.Errorf("approve: passkeys: %w", err)
 	}
-	return &passkeys{wa: wa, file: p.File}, nil
+	pk := &passkeys{wa: wa, file: p.File}
+	// Self-approval: a passkey that does not say whose calls are its
+	// holder's could approve them; refuse to start rather than let its
+	// every sign-in fail later.
+	all, err := pk.load()
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range all {
+		if err := k.holder().check(); err != nil {
+			return nil, fmt.Errorf("approve: passkeys file %s: passkey %q names no holder (%w): enrol it again with a principal or as not a caller, and delete its line", p.File, k.Name, err)
+		}
+	}
+	return pk, nil
+}
+
+// holder is whom k was enrolled for.
+func (k passkey) holder() Holder {
+	return Holder{Name: k.Name, Principal: k.Principal, NotCaller: k.NotCaller}
 }
 
 // load returns every enrolled passkey. A missing file holds none.
@@ -447,7 +465,7 @@ func (h *Handler) ceremonyStep(w http.ResponseWriter, r *http.Request, kind, tok
 	}
 	// Self-approval: the holder is named as the flow names the requester
 	// of their own calls; a passkey whose holder is unknown signs no one in.
-	a, err := Holder{Name: found.Name, Principal: found.Principal, NotCaller: found.NotCaller}.approver()
+	a, err := found.holder().approver()
 	if err != nil {
 		fail(http.StatusForbidden, "this passkey names no holder: enrol it again (mcp-confirm approvers add --principal or --not-a-caller)", "passkey", PasskeyPrefix+found.Name, "err", err)
 		return
