@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 )
 
 // MemoryOptions configures a [Memory] store. The zero value is ready to use.
@@ -36,6 +38,16 @@ type MemoryOptions struct {
 	// effect one at a time. ctx is the operation's. It must be fast and
 	// must not call the store.
 	Observe func(ctx context.Context, e Event)
+	// Audit, if set, is the trail every Add, Spend, Decide and Complete
+	// writes its record to (package audit; [audit.Recorded] says which
+	// answers get one), under the confirmation's shard lock and before
+	// the transition takes effect: the record is appended and fsync'd,
+	// then the transition is applied, and no call sees it before. A
+	// record that cannot be written fails the call, changing nothing
+	// (an error that is none of the ledger's sentinels: the caller acts
+	// on nothing). While it is set, audited calls take effect one at a
+	// time, each costing a write and an fsync.
+	Audit *audit.File
 }
 
 // Memory is the in-process [Store]. It is safe for concurrent use; every
@@ -89,6 +101,8 @@ type Memory struct {
 	grace                       time.Duration
 	now                         func() time.Time
 	observe                     func(context.Context, Event)
+	audit                       *audit.File
+	auditFault                  func() error // tests: fails between a record and its transition
 
 	// epoch is the store clock's reading at NewMemory; expiries are kept
 	// as offsets from it, which keeps the monotonic clock's ordering in 8
@@ -227,6 +241,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 		grace:           opts.Grace,
 		now:             opts.Now,
 		observe:         opts.Observe,
+		audit:           opts.Audit,
 		seed:            maphash.MakeSeed(),
 	}
 	for i := range m.shards {
@@ -289,6 +304,11 @@ func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 	if c.Approval != nil {
 		appr = &approvalState{approval: c.Approval.clone()}
 	}
+	var rec *audit.Record
+	if m.audit != nil {
+		r := AuditIssue(ctx, c)
+		rec = &r
+	}
 	// Built outside the lock.
 	e := &entry{
 		id:      c.ID,
@@ -308,7 +328,7 @@ func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 	// depend on the time, only which entries it sweeps first.)
 	now = m.now()
 	at := now.Sub(m.epoch)
-	err = m.add(e, appr, c.Principal, at)
+	err = m.add(e, appr, c.Principal, at, rec)
 	if errors.Is(err, ErrFull) {
 		// Expired entries of the other shards may be what fills a cap:
 		// sweep them, then try once more.
@@ -322,15 +342,16 @@ func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 			}
 		}
 		if swept {
-			err = m.add(e, appr, c.Principal, at)
+			err = m.add(e, appr, c.Principal, at, rec)
 		}
 	}
 	return err
 }
 
 // add puts e in its shard, pending for principal name, with appr if it
-// needs out-of-band approval, if its id is new and the caps allow.
-func (m *Memory) add(e *entry, appr *approvalState, name string, at time.Duration) error {
+// needs out-of-band approval, if its id is new and the caps allow, and
+// writes rec, its audit record, if set, before it takes effect.
+func (m *Memory) add(e *entry, appr *approvalState, name string, at time.Duration, rec *audit.Record) error {
 	s := m.shard(e.id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -340,6 +361,15 @@ func (m *Memory) add(e *entry, appr *approvalState, name string, at time.Duratio
 	}
 	if err := m.admit(e, name); err != nil {
 		return err
+	}
+	if rec != nil {
+		pend, err := m.auditBegin(*rec)
+		if err != nil {
+			m.unpend(e)
+			e.principal.release()
+			return err
+		}
+		defer pend.Commit() // before s.mu's unlock: deferred after it
 	}
 	s.entries[e.id] = e
 	if appr != nil {
@@ -414,6 +444,10 @@ func (m *Memory) Spend(ctx context.Context, id ID, to State, lease time.Duration
 		}
 		defer func() { m.observe(ctx, spendEvent(now, action, id, r, err)) }()
 	}
+	var rec audit.Record
+	if m.audit != nil {
+		rec = AuditSpend(ctx, id, to)
+	}
 	s := m.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -426,13 +460,14 @@ func (m *Memory) Spend(ctx context.Context, id ID, to State, lease time.Duration
 	s.sweep(m, at)
 	e, ok := s.entries[id]
 	if !ok {
-		return Record{}, ErrUnknown
+		return m.refused(rec, Record{}, ErrUnknown)
 	}
 	if e.state != Pending {
-		return s.record(m, e, at)
+		r, err := s.record(m, e, at)
+		return m.refused(rec, r, err)
 	}
 	if at >= e.expires {
-		return Record{}, ErrExpired
+		return m.refused(rec, Record{}, ErrExpired)
 	}
 	appr := s.approvals[id]
 	r = Record{Confirmation: m.confirmation(e), State: to}
@@ -442,8 +477,15 @@ func (m *Memory) Spend(ctx context.Context, id ID, to State, lease time.Duration
 		// confirmation needs have approved it, whatever the client says.
 		if to == Acting && !r.Approved() {
 			r.State = Pending
-			return r, ErrAwaitingApproval
+			return m.refused(rec, r, ErrAwaitingApproval)
 		}
+	}
+	if m.audit != nil {
+		pend, err := m.auditBegin(rec)
+		if err != nil {
+			return Record{}, err
+		}
+		defer pend.Commit() // before s.mu's unlock: deferred after it
 	}
 	m.unpend(e)
 	e.state = to
@@ -513,6 +555,10 @@ func (m *Memory) Decide(ctx context.Context, id ID, p Approver, approve bool) (r
 		defer m.order.Unlock()
 		defer func() { m.observe(ctx, decideEvent(now, id, p.ID, approve, err)) }()
 	}
+	var rec audit.Record
+	if m.audit != nil {
+		rec = AuditDecide(ctx, id, p, approve)
+	}
 	s := m.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -521,14 +567,21 @@ func (m *Memory) Decide(ctx context.Context, id ID, p Approver, approve bool) (r
 	s.sweep(m, at)
 	e, ok := s.entries[id]
 	if !ok {
-		return Record{}, ErrUnknown
+		return m.refused(rec, Record{}, ErrUnknown)
 	}
 	if e.state == Acting && at >= e.leaseEnd {
 		e.state = InDoubt
 	}
 	r, err = s.full(m, e).Decide(p, approve, now)
 	if err != nil {
-		return r, err
+		return m.refused(rec, r, err)
+	}
+	if m.audit != nil {
+		pend, err := m.auditBegin(rec)
+		if err != nil {
+			return Record{}, err
+		}
+		defer pend.Commit() // before s.mu's unlock: deferred after it
 	}
 	appr := s.approvals[id]
 	appr.decisions = append(appr.decisions, r.Decisions[len(r.Decisions)-1])
@@ -570,6 +623,10 @@ func (m *Memory) Complete(ctx context.Context, id ID, o Outcome) (err error) {
 			m.observe(ctx, Event{Time: now, Action: ActionComplete, ID: id, Result: ResultOf(err), Outcome: o.Kind})
 		}()
 	}
+	var rec audit.Record
+	if m.audit != nil {
+		rec = AuditComplete(ctx, id, o.Kind)
+	}
 	s := m.shard(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -579,18 +636,25 @@ func (m *Memory) Complete(ctx context.Context, id ID, o Outcome) (err error) {
 	e, ok := s.entries[id]
 	switch {
 	case !ok:
-		return ErrUnknown
+		return m.auditRefusal(rec, ErrUnknown)
 	case e.state == Pending && at >= e.expires:
-		return ErrExpired
+		return m.auditRefusal(rec, ErrExpired)
 	case e.state == Pending:
-		return ErrNotActing
+		return m.auditRefusal(rec, ErrNotActing)
 	case e.state != Acting || at >= e.leaseEnd:
 		_, err := s.record(m, e, at)
-		return err
+		return m.auditRefusal(rec, err)
 	}
 	b, err := o.MarshalBinary() // a copy, in one allocation
 	if err != nil {
 		return fmt.Errorf("ledger: complete %s: %w", id, err)
+	}
+	if m.audit != nil {
+		pend, err := m.auditBegin(rec)
+		if err != nil {
+			return err
+		}
+		defer pend.Commit() // before s.mu's unlock: deferred after it
 	}
 	if s.outcomes == nil {
 		s.outcomes = make(map[ID][]byte)
@@ -672,17 +736,22 @@ func (s *shard) sweep(m *Memory, at time.Duration) {
 		if e.state == Pending {
 			m.unpend(e)
 		}
-		if p := e.principal; p.refs.Add(-1) == 0 {
-			// Under home.mu, refs is exact: an Add that found p may have
-			// counted a new entry since, and that entry may even be gone
-			// again and p forgotten, and a new principal of the same name
-			// made, which must stay.
-			p.home.mu.Lock()
-			if p.refs.Load() == 0 && p.home.byName[p.name] == p {
-				delete(p.home.byName, p.name)
-			}
-			p.home.mu.Unlock()
+		e.principal.release()
+	}
+}
+
+// release forgets one entry of p, and p once it has none.
+func (p *principal) release() {
+	if p.refs.Add(-1) == 0 {
+		// Under home.mu, refs is exact: an Add that found p may have
+		// counted a new entry since, and that entry may even be gone
+		// again and p forgotten, and a new principal of the same name
+		// made, which must stay.
+		p.home.mu.Lock()
+		if p.refs.Load() == 0 && p.home.byName[p.name] == p {
+			delete(p.home.byName, p.name)
 		}
+		p.home.mu.Unlock()
 	}
 }
 
