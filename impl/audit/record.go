@@ -60,7 +60,7 @@ const (
 )
 
 // Kind reports what r records.
-func (r *Record) Kind() Kind {
+func (r Record) Kind() Kind {
 	switch {
 	case r.Op == OpComplete && (r.Result == "in_doubt" || r.Result == "ok" && r.Outcome == "unknown"):
 		return InDoubt
@@ -161,7 +161,7 @@ type Hash = [sha256.Size]byte
 
 // Check reports whether r can be written: a known op and a result that
 // is a word (a-z and _). (Invalid UTF-8 is written as U+FFFD.)
-func (r *Record) Check() error {
+func (r Record) Check() error {
 	switch {
 	case !ops[r.Op]:
 		return fmt.Errorf("audit: unknown op %q", r.Op)
@@ -187,12 +187,12 @@ func word(s string) bool {
 // Prefix returns the canonical bytes of r's caller-known fields: the
 // opening brace and every field up to Outcome, each followed by a comma.
 // [Seal] completes them.
-func (r *Record) Prefix() []byte {
+func (r Record) Prefix() []byte {
 	return r.AppendPrefix(make([]byte, 0, 128+len(r.Question)))
 }
 
 // AppendPrefix appends [Record.Prefix] to b.
-func (r *Record) AppendPrefix(b []byte) []byte {
+func (r Record) AppendPrefix(b []byte) []byte {
 	b = append(b, `{"v":`...)
 	b = strconv.AppendInt(b, Version, 10)
 	b = append(b, ',')
@@ -235,12 +235,12 @@ func Seal(prefix []byte, seq uint64, time int64, result string, prev Hash) []byt
 
 // Canonical returns r's canonical bytes: one line of JSON (without the
 // newline), its fields in a fixed order, empty ones left out.
-func (r *Record) Canonical() []byte {
+func (r Record) Canonical() []byte {
 	return Seal(r.Prefix(), r.Seq, r.Time, r.Result, r.Prev)
 }
 
 // Sum returns the SHA-256 of r's canonical bytes: the next record's Prev.
-func (r *Record) Sum() Hash { return sha256.Sum256(r.Canonical()) }
+func (r Record) Sum() Hash { return sha256.Sum256(r.Canonical()) }
 
 // appendField appends "name":"value", if value is not empty.
 func appendField(b []byte, name, value string) []byte {

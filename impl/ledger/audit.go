@@ -108,3 +108,11 @@ func (m *Memory) refused(rec audit.Record, r Record, err error) (Record, error) 
 	}
 	return r, err
 }
+
+// Trail returns the audit trail m writes (MemoryOptions.Audit), or nil.
+func (m *Memory) Trail() audit.Trail {
+	if m.audit == nil {
+		return nil
+	}
+	return m.audit
+}

@@ -2,7 +2,9 @@ package pgledger_test
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
@@ -41,4 +43,40 @@ func BenchmarkIssueRedeem(b *testing.B) {
 	}
 	ledgertest.BenchmarkOp(b, "floor", floor.Op)
 	ledgertest.BenchmarkVersusFloor(b, store, floor)
+}
+
+// BenchmarkAuditedSpend measures a Spend (to acting) on a store keeping
+// its audit trail beside a Spend on one that keeps none, same pool, same
+// table, interleaved (the order alternating each iteration), each call
+// timed on its own; the Adds they spend are not timed. It reports the
+// ratio of the medians as "audited/plain" (BENCHMARKS.md).
+func BenchmarkAuditedSpend(b *testing.B) {
+	ctx := context.Background()
+	p := newPool(b)
+	plain := newStore(b, p, pgledger.Options{Namespace: namespace(b, p, pgledger.DefaultTable)})
+	audited := auditedStore(b, p, pgledger.DefaultTable)
+	spend := func(s ledger.Store) time.Duration {
+		c := ledgertest.Fresh(b)
+		if err := s.Add(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := s.Spend(ctx, c.ID, ledger.Acting, ledgertest.Long); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	var a, q []time.Duration
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			a, q = append(a, spend(audited)), append(q, spend(plain))
+		} else {
+			q, a = append(q, spend(plain)), append(a, spend(audited))
+		}
+	}
+	slices.Sort(a)
+	slices.Sort(q)
+	b.ReportMetric(float64(a[len(a)/2])/float64(q[len(q)/2]), "audited/plain")
+	b.ReportMetric(float64(a[len(a)/2].Microseconds()), "audited-µs")
+	b.ReportMetric(float64(q[len(q)/2].Microseconds()), "plain-µs")
 }

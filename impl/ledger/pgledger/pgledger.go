@@ -92,6 +92,26 @@
 // unreplicated, with a warning: pgx, as this store uses it, closes the
 // connection on a deadline instead, and never sends one.
 //
+// # The audit trail
+//
+// With [Options.Audit], the namespace's audit trail (package audit) is
+// kept in TABLE_audit, one row per record, chained through
+// TABLE_audit_head, the namespace's last seq and SHA-256. Each record is
+// sealed inside the transaction of its transition by the function
+// TABLE_audit_append, which locks the head row until the commit: a
+// Spend's or Complete's change and its record are one statement (the
+// change in a WITH, the record sealed over the row it returns, so a
+// change that applies to nothing records nothing); an Add's insert and
+// its record one statement; a Decide's one transaction. A refusal is read
+// under the row's lock and recorded in one transaction. So a transition
+// commits with its record or not at all (TestAuditAtomicWithLedger raises
+// an exception after the record's insert, inside the transaction, for
+// each kind of transition), and records are chained in the order their
+// transitions commit. What it costs: the head row's lock serializes the
+// namespace's audited transitions until each commits (about one per
+// commit latency; BENCHMARKS.md). Records are never swept: the trail
+// grows by one row per call.
+//
 // # What it does not guarantee
 //
 // At-most-once holds only while PostgreSQL keeps every committed write: a
@@ -150,6 +170,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/internal/redact"
 )
@@ -180,6 +201,13 @@ type Options struct {
 	// starve the others: Add fails with [ledger.ErrFull] beyond it.
 	// Default [ledger.DefaultMaxPendingPerPrincipal].
 	MaxPendingPerPrincipal int
+	// Audit keeps the namespace's audit trail (package audit) in tables
+	// beside the ledger's (TABLE_audit, its head in TABLE_audit_head,
+	// checkpoints in TABLE_audit_checkpoint): every Add, Spend, Decide
+	// and Complete writes its record in the transaction of its
+	// transition (see "The audit trail" in the package doc), and the
+	// Store is then an [audit.Trail].
+	Audit bool
 }
 
 // Defaults of [Options].
@@ -223,6 +251,11 @@ type Store struct {
 	// confirmations awaiting approval.
 	approvalsSQL, approvalsMigrationSQL, awaitingIndexSQL string
 	lockSQL, decideReadSQL, decideSQL                     string
+
+	audit                                                   bool
+	auditCreateSQL                                          []string
+	appendSQL, addAuditSQL, spendAuditSQL, completeAuditSQL string
+	headSQL, recordsSQL, addCheckpointSQL, checkpointsSQL   string
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -394,7 +427,70 @@ RETURNING ` + rowColumns
 	// past grace; the expiry index finds the candidates.
 	s.sweepSQL = `DELETE FROM ` + t + ` WHERE namespace = $1 AND expires_at < now() - $2::bigint * interval '1 microsecond'
 	AND (lease_until IS NULL OR lease_until < now() - $2::bigint * interval '1 microsecond')`
+	if opts.Audit {
+		s.auditSQL(opts.Table)
+	}
 	return s, nil
+}
+
+// auditSQL prepares the statements of the audit trail of table.
+func (s *Store) auditSQL(table string) {
+	s.audit = true
+	records := pgx.Identifier{table + "_audit"}.Sanitize()
+	head := pgx.Identifier{table + "_audit_head"}.Sanitize()
+	cps := pgx.Identifier{table + "_audit_checkpoint"}.Sanitize()
+	fn := pgx.Identifier{table + "_audit_append"}.Sanitize()
+	s.auditCreateSQL = []string{
+		`CREATE TABLE IF NOT EXISTS ` + records + ` (
+	namespace text   NOT NULL,
+	seq       bigint NOT NULL,
+	line      bytea  NOT NULL, -- the record's canonical bytes (package audit)
+	PRIMARY KEY (namespace, seq)
+)`,
+		`CREATE TABLE IF NOT EXISTS ` + head + ` (
+	namespace text   PRIMARY KEY,
+	seq       bigint NOT NULL,
+	head      bytea  NOT NULL -- SHA-256 of record seq's line
+)`,
+		`CREATE TABLE IF NOT EXISTS ` + cps + ` (
+	namespace  text   NOT NULL,
+	seq        bigint NOT NULL,
+	checkpoint text   NOT NULL, -- audit.Checkpoint as JSON
+	PRIMARY KEY (namespace, seq)
+)`,
+		// The record's suffix, sealed inside the transaction: its seq and
+		// prev from the namespace's head, locked until the commit, so
+		// that records are chained in the order their transitions commit;
+		// its time from the database's clock. audit.Seal's format.
+		`CREATE OR REPLACE FUNCTION ` + fn + `(ns text, prefix bytea, result text) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	n bigint;
+	h bytea;
+	line bytea;
+BEGIN
+	SELECT seq, head INTO n, h FROM ` + head + ` WHERE namespace = ns FOR UPDATE;
+	IF NOT FOUND THEN
+		INSERT INTO ` + head + ` VALUES (ns, 0, decode(repeat('00', 32), 'hex')) ON CONFLICT DO NOTHING;
+		SELECT seq, head INTO n, h FROM ` + head + ` WHERE namespace = ns FOR UPDATE;
+	END IF;
+	line := prefix || convert_to(format('"seq":%s,"time":%s,"result":"%s","prev":"%s"}', n + 1,
+		(extract(epoch FROM clock_timestamp()) * 1000000)::bigint, result, encode(h, 'hex')), 'UTF8');
+	INSERT INTO ` + records + ` VALUES (ns, n + 1, line);
+	UPDATE ` + head + ` SET seq = n + 1, head = sha256(line) WHERE namespace = ns;
+	RETURN n + 1;
+END
+$$`,
+	}
+	s.appendSQL = `SELECT ` + fn + `($1, $2, $3)`
+	s.addAuditSQL = strings.Replace(s.addSQL, `SELECT (SELECT count(*) FROM added), total, mine,`,
+		`SELECT (SELECT count(*) FROM added), total, mine, (SELECT `+fn+`($1, $12, 'ok') FROM added),`, 1)
+	s.spendAuditSQL = `WITH changed AS (` + s.spendSQL + `) SELECT changed.*, ` + fn + `($1, $5, 'ok') FROM changed`
+	s.completeAuditSQL = `WITH changed AS (` + s.completeSQL + `) SELECT changed.*, ` + fn + `($1, $5, 'ok') FROM changed`
+	s.headSQL = `SELECT seq, head FROM ` + head + ` WHERE namespace = $1`
+	s.recordsSQL = `SELECT line FROM ` + records + ` WHERE namespace = $1 AND seq >= $2 ORDER BY seq`
+	s.addCheckpointSQL = `INSERT INTO ` + cps + ` VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`
+	s.checkpointsSQL = `SELECT checkpoint FROM ` + cps + ` WHERE namespace = $1 ORDER BY seq`
 }
 
 // Open connects to the database at connString (a postgres:// URL or
@@ -478,7 +574,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.lockKey); err != nil {
 		return fmt.Errorf("pgledger: migrate: lock: %w", err)
 	}
-	for _, sql := range []string{s.createSQL, s.indexSQL, s.pendingIndexSQL, s.principalIndexSQL, s.awaitingIndexSQL} {
+	for _, sql := range append([]string{s.createSQL, s.indexSQL, s.pendingIndexSQL, s.principalIndexSQL, s.awaitingIndexSQL}, s.auditCreateSQL...) {
 		if _, err := tx.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("pgledger: migrate: %w", err)
 		}
@@ -570,10 +666,18 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.addLockKey)
 	var added, total, mine int64
 	var existed bool
-	b.Queue(s.addSQL, s.ns, c.ID[:], []byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject),
-		at, ns, s.maxPending, s.maxPer, approval).QueryRow(func(r pgx.Row) error {
-		return r.Scan(&added, &total, &mine, &existed)
-	})
+	if s.audit {
+		var seq *int64
+		b.Queue(s.addAuditSQL, s.ns, c.ID[:], []byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject),
+			at, ns, s.maxPending, s.maxPer, approval, ledger.AuditIssue(ctx, c).Prefix()).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&added, &total, &mine, &seq, &existed)
+		})
+	} else {
+		b.Queue(s.addSQL, s.ns, c.ID[:], []byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject),
+			at, ns, s.maxPending, s.maxPer, approval).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&added, &total, &mine, &existed)
+		})
+	}
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("pgledger: add %s: %w", c.ID, err)
 	}
@@ -611,7 +715,11 @@ func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 	applies := func(r row) bool {
 		return r.found && r.State == ledger.Pending && r.unexpired && (!r.awaiting || to == ledger.Cancelled)
 	}
-	spent, r, err := s.decide(ctx, id, applies, s.spendSQL, target, micros)
+	var a *audited
+	if s.audit {
+		a = &audited{rec: ledger.AuditSpend(ctx, id, to), refusal: func(r row) error { _, err := r.answer(); return err }}
+	}
+	spent, r, err := s.decide(ctx, id, applies, a, s.spendSQL, target, micros)
 	switch {
 	case err != nil:
 		return ledger.Record{}, fmt.Errorf("pgledger: spend %s: %w", id, err)
@@ -632,16 +740,26 @@ func (s *Store) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) er
 	}
 	state := [...]string{ledger.OutcomeDone: "done", ledger.OutcomeFailed: "failed", ledger.OutcomeUnknown: "in_doubt"}[o.Kind]
 	applies := func(r row) bool { return r.found && r.State == ledger.Acting }
-	completed, r, err := s.decide(ctx, id, applies, s.completeSQL, state, b)
+	var a *audited
+	if s.audit {
+		a = &audited{rec: ledger.AuditComplete(ctx, id, o.Kind), refusal: completeRefusal}
+	}
+	completed, r, err := s.decide(ctx, id, applies, a, s.completeSQL, state, b)
 	switch {
 	case err != nil:
 		return fmt.Errorf("pgledger: complete %s: %w", id, err)
 	case completed:
 		return nil
-	case r.found && r.State == ledger.Pending && r.unexpired:
+	}
+	return completeRefusal(r)
+}
+
+// completeRefusal is why a Complete that found r changed nothing.
+func completeRefusal(r row) error {
+	if r.found && r.State == ledger.Pending && r.unexpired {
 		return ledger.ErrNotActing
 	}
-	_, err = r.answer()
+	_, err := r.answer()
 	return err
 }
 
@@ -655,14 +773,18 @@ func (s *Store) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, app
 	if s.closed.Load() {
 		return ledger.Record{}, errClosed
 	}
-	rec, err := s.decideTx(ctx, id, p, approve)
+	var prefix []byte
+	if s.audit {
+		prefix = ledger.AuditDecide(ctx, id, p, approve).Prefix()
+	}
+	rec, err := s.decideTx(ctx, id, p, approve, prefix)
 	if err != nil && ledger.ResultOf(err) == ledger.ResultError {
 		return ledger.Record{}, fmt.Errorf("pgledger: decide %s: %w", id, err)
 	}
 	return rec, err
 }
 
-func (s *Store) decideTx(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool) (ledger.Record, error) {
+func (s *Store) decideTx(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool, prefix []byte) (ledger.Record, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return ledger.Record{}, err
@@ -677,10 +799,13 @@ func (s *Store) decideTx(ctx context.Context, id ledger.ID, p ledger.Approver, a
 		return ledger.Record{}, err
 	}
 	if !r.found {
-		return ledger.Record{}, ledger.ErrUnknown
+		return ledger.Record{}, s.refusedIn(ctx, tx, audit.OpDecide, prefix, ledger.ErrUnknown)
 	}
 	rec, err := r.Record.Decide(p, approve, now)
 	if err != nil {
+		if aerr := s.refusedIn(ctx, tx, audit.OpDecide, prefix, err); aerr != err {
+			return ledger.Record{}, aerr
+		}
 		return rec, err
 	}
 	state := "awaiting"
@@ -696,6 +821,11 @@ func (s *Store) decideTx(ctx context.Context, id ledger.ID, p ledger.Approver, a
 		return ledger.Record{}, err
 	case tag.RowsAffected() != 1:
 		return ledger.Record{}, ledger.ErrUnknown // swept since it was read
+	}
+	if prefix != nil {
+		if _, err := tx.Exec(ctx, s.appendSQL, s.ns, prefix, string(ledger.ResultOK)); err != nil {
+			return ledger.Record{}, err
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return ledger.Record{}, err
@@ -725,14 +855,30 @@ func (s *Store) Lookup(ctx context.Context, id ledger.ID) (ledger.Record, error)
 // moved on since: if it moved to where the change applies (a row inserted
 // since, for a Spend; a pending row now acting, for a Complete), the
 // change is tried again.
-func (s *Store) decide(ctx context.Context, id ledger.ID, applies func(row) bool, change string, args ...any) (changed bool, r row, err error) {
+func (s *Store) decide(ctx context.Context, id ledger.ID, applies func(row) bool, a *audited, change string, args ...any) (changed bool, r row, err error) {
+	args = append([]any{s.ns, id[:]}, args...)
+	var more []any
+	if a != nil {
+		// The audited statement: the change, and its record sealed in
+		// the same statement, so in the same transaction.
+		change = map[string]string{s.spendSQL: s.spendAuditSQL, s.completeSQL: s.completeAuditSQL}[change]
+		var seq int64
+		args, more = append(args, a.rec.Prefix()), []any{&seq}
+	}
 	for range 3 {
 		r = row{}
-		if err := s.underLock(ctx, id, change, append([]any{s.ns, id[:]}, args...), &r); err != nil {
+		if err := s.underLock(ctx, id, change, args, &r, more...); err != nil {
 			return false, row{}, err
 		}
 		if r.found {
 			return true, r, nil
+		}
+		if a != nil {
+			var done bool
+			if done, err = s.refusal(ctx, id, applies, a, &r); err != nil || done {
+				return false, r, err
+			}
+			continue
 		}
 		// Nothing changed: say why, from the row as it is now.
 		if err := s.underLock(ctx, id, s.readSQL, []any{s.ns, id[:]}, &r); err != nil {
@@ -748,10 +894,10 @@ func (s *Store) decide(ctx context.Context, id ledger.ID, applies func(row) bool
 // underLock runs query with args, which returns a row of readSQL's
 // columns or none, in one transaction after taking the row's lock, and
 // scans what it returns into r.
-func (s *Store) underLock(ctx context.Context, id ledger.ID, query string, args []any, r *row) error {
+func (s *Store) underLock(ctx context.Context, id ledger.ID, query string, args []any, r *row, more ...any) error {
 	var b pgx.Batch
 	b.Queue(s.rowLockSQL, s.rowLockKey+id.String())
-	b.Queue(query, args...).QueryRow(func(row pgx.Row) error { return r.scan(id, row) })
+	b.Queue(query, args...).QueryRow(func(row pgx.Row) error { return r.scan(id, row, more...) })
 	return s.pool.SendBatch(ctx, &b).Close()
 }
 

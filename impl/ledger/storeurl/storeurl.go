@@ -45,6 +45,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger"
@@ -122,6 +123,23 @@ type Options struct {
 	AllowRollback bool
 	// Logger receives that warning; nil means slog.Default().
 	Logger *slog.Logger
+	// Audit keeps the service's audit trail (package audit) in the store:
+	// PostgreSQL in tables beside the ledger's (pgledger.Options.Audit);
+	// memory: in AuditFile, which it needs. [Trail] returns it. A Redis
+	// store keeps none yet: Open logs that it keeps none.
+	Audit bool
+	// AuditFile is the JSONL file of a memory: store's trail (created
+	// 0600; one process at a time).
+	AuditFile string
+}
+
+// Trail returns the audit trail a store Open returned keeps, or nil if it
+// keeps none.
+func Trail(s ledger.Store) audit.Trail {
+	if t, ok := s.(interface{ Trail() audit.Trail }); ok {
+		return t.Trail()
+	}
+	return nil
 }
 
 // Open opens the store rawURL names, namespaced by name (see the package
@@ -152,15 +170,28 @@ func Open(ctx context.Context, rawURL, name string, opts Options) (ledger.Store,
 		if err != nil {
 			return nil, nil, err
 		}
+		if opts.Audit {
+			opts.Logger.Warn("the Redis ledger keeps no audit trail yet: none is kept")
+		}
 		store, closer, durable, notDurable = s, func() { s.Close() }, s.CheckDurability, redisledger.ErrNotDurable
 	case postgresStore:
-		s, err := pgledger.Open(ctx, rawURL, pgledger.Options{Namespace: name})
+		s, err := pgledger.Open(ctx, rawURL, pgledger.Options{Namespace: name, Audit: opts.Audit})
 		if err != nil {
 			return nil, nil, err
 		}
 		store, closer, durable, notDurable = s, s.Close, s.CheckDurability, pgledger.ErrNotDurable
 	default:
-		return ledger.NewMemory(ledger.MemoryOptions{}), func() {}, nil
+		if !opts.Audit {
+			return ledger.NewMemory(ledger.MemoryOptions{}), func() {}, nil
+		}
+		if opts.AuditFile == "" {
+			return nil, nil, errors.New("an audit trail of a memory: ledger needs a file (AuditFile)")
+		}
+		f, err := audit.OpenFile(opts.AuditFile, audit.FileOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return ledger.NewMemory(ledger.MemoryOptions{Audit: f}), func() { f.Close() }, nil
 	}
 	err = durable(ctx)
 	switch {
