@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger"
@@ -88,4 +89,51 @@ func BenchmarkRedisReplicated(b *testing.B) {
 	b.ReportMetric(w, "wait-ns/op")
 	b.ReportMetric(nw, "nowait-ns/op")
 	b.ReportMetric(w/nw, "wait/nowait")
+}
+
+// BenchmarkAuditedSpend measures what the audit trail costs a Spend: two
+// stores on the shared server, one with Audit (the Spend's script also
+// seals its record — reads the head, hashes the record's last blocks in
+// Lua — and appends it) and one without. Each iteration redeems one
+// confirmation through each, in turn first, each call timed, with the
+// same audit.Call in the context (a front end's); the confirmations are
+// added beforehand, untimed. It reports the median call of each,
+// audited-ns/op and plain-ns/op, their ratio audited/plain, and their
+// difference, record-µs: what one record adds to a call, most of it
+// Redis's time in the script.
+func BenchmarkAuditedSpend(b *testing.B) {
+	ctx := audit.WithCall(context.Background(), audit.Call{Principal: "oidc:https://id.example alice",
+		Tool: "delete_file", ArgsDigest: "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", Answer: "accept"})
+	c := newClient(b)
+	ns := namespace(b, c)
+	audited := newStore(b, c, redisledger.Options{Namespace: ns, Audit: true})
+	plain := newStore(b, c, redisledger.Options{Namespace: ns})
+	var took [2][]time.Duration
+	stores := [2]*redisledger.Store{audited, plain}
+	for i := 0; b.Loop(); i++ {
+		var confs [2]ledger.Confirmation
+		for k := range confs {
+			confs[k] = ledgertest.Fresh(b)
+			if err := plain.Add(ctx, confs[k]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for j := range 2 {
+			k := (i + j) % 2 // the first of the two alternates
+			began := time.Now()
+			if _, err := stores[k].Spend(ctx, confs[k].ID, ledger.Acting, time.Hour); err != nil {
+				b.Fatal(err)
+			}
+			took[k] = append(took[k], time.Since(began))
+		}
+	}
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2])
+	}
+	a, p := median(took[0]), median(took[1])
+	b.ReportMetric(a, "audited-ns/op")
+	b.ReportMetric(p, "plain-ns/op")
+	b.ReportMetric(a/p, "audited/plain")
+	b.ReportMetric((a-p)/1e3, "record-µs")
 }

@@ -172,3 +172,55 @@ func TestCheckDurabilityReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditReplicated checks that WAIT covers the audit trail: with
+// replicas=1, an audited call answers only once the replica holds its
+// record, since the record is written by the transition's own script;
+// after each call the replica's trail is the primary's. With the replica
+// stalled, a Decide refused in Go (its record written by a script of its
+// own) fails closed too.
+func TestAuditReplicated(t *testing.T) {
+	primary, replica := replicated(t)
+	ctx := context.Background()
+	rc := replica.Client()
+	defer rc.Close()
+	s, err := redisledger.Open(ctx, primary.URL()+"?replicas=1&wait=200ms", redisledger.Options{Audit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	onReplica := func() []string {
+		t.Helper()
+		l, err := rc.LRange(ctx, redisledger.AuditLogKey(s), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	conf := ledgertest.Fresh(t)
+	o := ledgertest.OutOfBand(ledgertest.Fresh(t), 1, "")
+	for i, call := range []func() error{
+		func() error { return s.Add(ctx, conf) },
+		func() error { _, err := s.Spend(ctx, conf.ID, ledger.Acting, time.Hour); return err },
+		func() error { return s.Complete(ctx, conf.ID, ledger.Outcome{Kind: ledger.OutcomeDone}) },
+		func() error { _, err := s.Spend(ctx, conf.ID, ledger.Acting, time.Hour); return err }, // a replay, refused
+		func() error { return s.Add(ctx, o) },
+		func() error { _, err := s.Decide(ctx, o.ID, ledger.Approver{ID: "mallory"}, true); return err }, // refused in Go
+	} {
+		if err := call(); ledger.ResultOf(err) == ledger.ResultError {
+			t.Fatalf("call %d: %v", i+1, err)
+		}
+		seq, _, err := s.Head(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := onReplica(); uint64(len(got)) != seq || seq != uint64(i+1) {
+			t.Fatalf("call %d returned with %d records on the primary, %d on the replica; want %d on both", i+1, seq, len(got), i+1)
+		}
+	}
+	replica.Pause()
+	defer replica.Resume()
+	if _, err := s.Decide(ctx, o.ID, ledger.Approver{ID: "mallory"}, true); !errors.Is(err, redisledger.ErrNotReplicated) {
+		t.Fatalf("a refused Decide with the replica stalled: %v, want ErrNotReplicated", err)
+	}
+}
