@@ -93,6 +93,10 @@ Usage:
   mcp-confirm --root DIR [--root DIR ...] [flags]
   mcp-confirm keygen FILE      write a new key file for --key-file (owner-only)
   mcp-confirm keygen           print one new key line (to append when rotating)
+  mcp-confirm keygen --audit FILE
+                               write a new audit checkpoint signing key (--audit-key); print its public key
+  mcp-confirm audit verify|export ...
+                               verify the audit trail, or export it as JSONL (audit --help)
   mcp-confirm approvers add --key-file FILE --public-url URL (--principal P | --not-a-caller) NAME
                                print a one-time link enrolling NAME's passkey
   mcp-confirm proxy --help     the confirming proxy for other MCP servers
@@ -159,6 +163,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if len(args) > 0 && args[0] == "keygen" {
 		return runKeygen(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "audit" {
+		return runAudit(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "approvers" {
 		return runApprovers(args[1:], stdout, stderr)

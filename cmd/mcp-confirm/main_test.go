@@ -81,7 +81,8 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		"--auth-issuer", "--public-url", "--auth-scopes", "--auth-principal-claim", "--auth-tokens", "--auth-token-dir", "--insecure-no-auth",
 		"--name", "--ledger-file", "--allow-ledger-rollback", "--version",
 		"--approval", "--approvers", "--approvals", "--approve-issuer", "--approve-client-id", "--approve-client-secret-file",
-		"--approve-groups-claim", "--approve-scopes", "--allow-http-approve-issuer", "--approve-passkeys", "--notify-webhook"} {
+		"--approve-groups-claim", "--approve-scopes", "--allow-http-approve-issuer", "--approve-passkeys", "--notify-webhook",
+		"--audit-file", "--audit-key", "--audit-checkpoint-every", "--insecure-no-audit"} {
 		if !strings.Contains(stderr.String(), "  -"+strings.TrimPrefix(f, "--")) {
 			t.Errorf("--help does not document %s:\n%s", f, stderr.String())
 		}

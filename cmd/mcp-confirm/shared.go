@@ -30,6 +30,7 @@ type sharedFlags struct {
 	ledger        string // as given by --ledger
 	ledgerFile    string
 	allowRollback bool
+	audit         auditFlags
 
 	url      string   // the ledger URL in force, once resolved
 	source   string   // where it came from, for messages
@@ -42,6 +43,7 @@ func (s *sharedFlags) register(fs *flag.FlagSet, defaultName string) {
 	fs.StringVar(&s.keyFile, "key-file", "", "file of requestState keys, one "+keyfile.Prefix+"… line each, as `mcp-confirm keygen FILE` writes\n(the first seals, all verify; '#' starts a comment). It must be readable by its owner only. Share it between\nreplicas. Without it, a random key known only to this process is used")
 	fs.StringVar(&s.ledger, "ledger", "", "where pending confirmations are kept: memory: (this process only), redis://HOST:PORT/DB or\npostgres://USER@HOST:PORT/DB. Replicas behind one load balancer must share a redis:// or postgres:// ledger.\nA URL with a password belongs in $"+ledgerEnv+" or --ledger-file, not here, where every local user can\nread it (default: $"+ledgerEnv+", else memory:)")
 	fs.BoolVar(&s.allowRollback, "allow-ledger-rollback", false, "accept a Redis or PostgreSQL ledger whose configuration can bring a spent approval back (RDB snapshots,\nappendfsync other than always, fsync or synchronous_commit off, asynchronous replicas): the risk is logged instead\nof refused at start-up")
+	s.audit.register(fs)
 	fs.StringVar(&s.ledgerFile, "ledger-file", "", "read the ledger URL from this file (its first line that is not blank or a '#' comment); the file must be\nreadable by its owner only")
 }
 
@@ -74,7 +76,7 @@ func (s *sharedFlags) resolve(getenv func(string) string) error {
 	if err := storeurl.Check(s.url); err != nil {
 		return fmt.Errorf("%s: %w", s.source, err)
 	}
-	return nil
+	return s.audit.resolve(s.url)
 }
 
 // hasPassword reports whether a ledger URL carries a password.
@@ -137,14 +139,21 @@ func (s *sharedFlags) open(ctx context.Context, log *slog.Logger) (o opened, cod
 	for _, w := range s.warnings {
 		log.Warn(w)
 	}
+	key, err := s.audit.readKey()
+	if err != nil {
+		return o, 2, err
+	}
+	life := ctx
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	o.store, o.close, err = storeurl.Open(ctx, s.url, s.name, storeurl.Options{AllowRollback: s.allowRollback, Logger: log})
+	o.store, o.close, err = storeurl.Open(ctx, s.url, s.name, storeurl.Options{AllowRollback: s.allowRollback, Logger: log,
+		Audit: s.audit.on, AuditFile: s.audit.file})
 	if errors.Is(err, storeurl.ErrNotDurable) {
 		return o, 1, fmt.Errorf("%s: %w\nFix the store's configuration, or accept the risk with --allow-ledger-rollback", s.source, err)
 	}
 	if err != nil {
 		return o, 1, fmt.Errorf("%s: %w", s.source, err)
 	}
+	o.close = s.audit.start(life, storeurl.Trail(o.store), key, s.name, log, o.close)
 	return o, 0, nil
 }

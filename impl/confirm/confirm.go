@@ -98,6 +98,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/observe"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
@@ -274,6 +275,10 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 			return refusal("This call's question is too long to be sent for out-of-band approval, or its caller's name is, so the action was refused. Nothing was done."), nil
 		}
 	}
+	// What the store's audit record needs that the ledger does not keep:
+	// the question as shown. Only names, digests and text: never the
+	// requestState.
+	ctx = audit.WithCall(ctx, callOf(b, q.Message, ""))
 	c, err = f.ledger.Issue(ctx, c)
 	span.EndAsk(c, err)
 	issued = true
@@ -325,7 +330,7 @@ const cancelTimeout = 5 * time.Second
 func (f *Flow) cancelUnanswered(ctx context.Context, id ledger.ID, callErr error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer cancel()
-	if _, err := f.ledger.Cancel(ctx, id); err != nil {
+	if _, err := f.ledger.Cancel(withAnswer(ctx, "call_failed"), id); err != nil {
 		f.log.Debug("confirm: call failed after its confirmation was spent", "id", id, "call_err", callErr, "err", err)
 		return
 	}
@@ -360,12 +365,14 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 		return refusal("This confirmation is not valid. Nothing was done."), nil
 	}
 	id := st.id
+	// The audit record of each step of this round names the call.
+	ctx = audit.WithCall(ctx, callOf(b, "", ""))
 	// The approval the question asked for is the one answered; if the
 	// policy has changed since (another replica, a restart), the call
 	// is asked again under the policy in force.
 	if cur := f.approval(s).Mode; cur != st.mode {
 		f.log.Warn("confirm: the approval policy changed since the question", "id", id, "tool", b.Target, "asked", st.mode, "now", cur)
-		if _, err := f.ledger.Cancel(ctx, id); err != nil {
+		if _, err := f.ledger.Cancel(withAnswer(ctx, "policy_changed"), id); err != nil {
 			return f.spendRefusal(err), nil
 		}
 		return refusal("The approval this call needs changed since the question was asked, so the answer was not used; call again. Nothing was done."), nil
@@ -373,19 +380,23 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 	inputs := req.Params.InputResponses
 	if st.mode != OutOfBand && !st.yes && !approved(inputs[InputID]) {
 		f.obs.Answered(false)
-		return f.decline(ctx, id, b.Target, "Not confirmed: nothing was done.")
+		return f.decline(withAnswer(ctx, "decline"), id, b.Target, "Not confirmed: nothing was done.")
 	}
 	if st.mode != InBand && !accepted(inputs[ApproveInputID]) {
 		// The answer to the page's link approves nothing, but anything
 		// other than accept withdraws the request.
 		f.obs.Answered(false)
-		return f.decline(ctx, id, b.Target, msgWithdrawn)
+		return f.decline(withAnswer(ctx, "withdrawn"), id, b.Target, msgWithdrawn)
 	}
 	if st.mode != OutOfBand && approved(inputs[InputID]) {
 		f.obs.Answered(true) // this request carries the person's yes
 	}
 	_, span := f.obs.Start(ctx, observe.Redeem, b.Target)
-	rec, err := f.ledger.Redeem(ctx, id)
+	answer := "accept" // the person's yes, in this request or sealed in its state
+	if st.mode == OutOfBand {
+		answer = "" // the approvers' decisions are their own records
+	}
+	rec, err := f.ledger.Redeem(withAnswer(ctx, answer), id)
 	if errors.Is(err, ledger.ErrAwaitingApproval) {
 		if !f.matches(rec, b) {
 			span.EndSpend(observe.Redeem, id, time.Time{}, err)
@@ -406,7 +417,7 @@ func (f *Flow) answer(ctx context.Context, req *mcp.CallToolRequest, b requestst
 		}
 		// An older-era client never holds the state: the call is held
 		// until the decision.
-		rec, err = f.await(ctx, req, id, rec)
+		rec, err = f.await(withAnswer(ctx, answer), req, id, rec)
 		if ctx.Err() != nil {
 			span.EndSpend(observe.Redeem, id, time.Time{}, err)
 			return nil, err
@@ -691,4 +702,16 @@ const msgOutcomeUnknown = "The approved action was started, but its outcome is u
 
 func refusal(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// callOf is the audit.Call of the call b binds.
+func callOf(b requeststate.Binding, question, answer string) audit.Call {
+	return audit.Call{Principal: b.Principal, Tool: b.Target, ArgsDigest: b.ArgsDigest, Question: question, Answer: answer}
+}
+
+// withAnswer returns ctx whose audit.Call carries answer.
+func withAnswer(ctx context.Context, answer string) context.Context {
+	c, _ := audit.FromContext(ctx)
+	c.Answer = answer
+	return audit.WithCall(ctx, c)
 }

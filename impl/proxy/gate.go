@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
@@ -287,7 +290,11 @@ func (p *Proxy) continuation(ctx context.Context, res *mcp.CallToolResult, appro
 	if res.InputRequests == nil {
 		return res, nil
 	}
-	next, err := p.ledger.Issue(ctx, ledger.Confirmation{Tool: approved.Tool, ArgsDigest: approved.ArgsDigest, Principal: approved.Principal, Subject: approved.Subject})
+	// The audit record of the follow-up: the upstream's questions, as
+	// the client is shown them.
+	call, _ := audit.FromContext(ctx)
+	call.Question, call.Answer = followUp(res.InputRequests), ""
+	next, err := p.ledger.Issue(audit.WithCall(ctx, call), ledger.Confirmation{Tool: approved.Tool, ArgsDigest: approved.ArgsDigest, Principal: approved.Principal, Subject: approved.Subject})
 	if err != nil {
 		p.log.Error("proxy: cannot record the upstream's follow-up question", "id", approved.ID, "err", err)
 		return nil, confirm.Refuse("The upstream asked a follow-up question the proxy could not record; the call was sent once and did not finish. It will not be sent again.")
@@ -319,6 +326,7 @@ func (p *Proxy) continueCall(ctx context.Context, up relay.Upstream, req *mcp.Ca
 	if !ok || err != nil {
 		return refusal("This continuation is not valid. Nothing was done."), nil
 	}
+	ctx = audit.WithCall(ctx, audit.Call{Principal: b.Principal, Tool: b.Target, ArgsDigest: b.ArgsDigest, Answer: "follow_up"})
 	rec, err := p.ledger.Redeem(ctx, id)
 	if err != nil {
 		p.log.Warn("proxy: continuation refused", "id", id, "err", err)
@@ -398,4 +406,16 @@ func (p *Policy) template(tool string) template {
 		return nil
 	}
 	return p.questions[tool]
+}
+
+// followUp returns the messages of an upstream's input requests, in the
+// order of their keys: what its follow-up question showed.
+func followUp(reqs mcp.InputRequestMap) string {
+	var msgs []string
+	for _, k := range slices.Sorted(maps.Keys(reqs)) {
+		if e, ok := reqs[k].(*mcp.ElicitParams); ok && e != nil {
+			msgs = append(msgs, e.Message)
+		}
+	}
+	return strings.Join(msgs, "\n")
 }

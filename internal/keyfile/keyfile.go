@@ -277,17 +277,22 @@ func safeDirs(path string) error {
 	return nil
 }
 
-// Create writes a new key file at path holding one new key, readable and
-// writable by its owner only. It refuses to overwrite anything.
+// Create writes a new key file at path (mode 0600), holding one new key;
+// it never overwrites a file.
 func Create(path string) error {
+	return WriteNew(path, fmt.Sprintf("# mcp-confirm requestState keys, created %s.\n"+
+		"# The first key seals, every key verifies. Keep this file owner-only, and\n"+
+		"# the same on every replica; rotate as docs/operating.md says.\n%s\n",
+		time.Now().UTC().Format(time.DateOnly), Generate()))
+}
+
+// WriteNew writes content to a new file at path, mode 0600 (and fsync'd);
+// it never overwrites a file, and leaves none behind on an error.
+func WriteNew(path, content string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	content := fmt.Sprintf("# mcp-confirm requestState keys, created %s.\n"+
-		"# The first key seals, every key verifies. Keep this file owner-only, and\n"+
-		"# the same on every replica; rotate as docs/operating.md says.\n%s\n",
-		time.Now().UTC().Format(time.DateOnly), Generate())
 	if _, err := io.WriteString(f, content); err != nil {
 		f.Close()
 		os.Remove(path)

@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/ledgertest"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
+	"github.com/mcp-confirm/mcp-confirm/internal/rapidtest"
 )
 
 // crashTable is the table of the stores whose audit table has the
@@ -134,6 +135,7 @@ func TestAuditAtomicWithLedger(t *testing.T) { ledgertest.AuditAtomic(t, pgAudit
 // TestAuditedStore runs the store suite on audited stores: the trail
 // changes none of the answers, under concurrency too.
 func TestAuditedStore(t *testing.T) {
+	rapidtest.OutOfTree(t) // the model test's fail files
 	p := newPool(t)
 	ledgertest.Run(t, ledgertest.Namespaced(
 		func(t testing.TB) (ledger.Store, string) {

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/audit"
+	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
+)
+
+// TestAuditNoSecrets runs confirmed deletes through the binary (HTTP,
+// the generated bearer token, a key file, an audit file and signing key)
+// with a real go-sdk client in both eras — the 2026-07-28 one answering by
+// hand, so that the test holds the sealed requestState — and searches the
+// trail and its checkpoints for the sealed state, the token and the key
+// bytes (raw, hex, base64): none is there. The trail holds the questions
+// and answers, and mcp-confirm audit verify verifies it against the
+// checkpoint signed at exit; a copy with one record edited does not.
+func TestAuditNoSecrets(t *testing.T) {
+	dir := t.TempDir()
+	runtimeDir := filepath.Join(dir, "run")
+	if err := os.Mkdir(runtimeDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keys := filepath.Join(dir, "keys")
+	if err := keyfile.Create(keys); err != nil {
+		t.Fatal(err)
+	}
+	keyBytes, err := keyfile.Read(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signing, pub := audit.GenerateKey()
+	signingFile, pubFile := filepath.Join(dir, "audit.key"), filepath.Join(dir, "audit.pub")
+	if err := keyfile.WriteNew(signingFile, signing+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pubFile, []byte(pub+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trail := filepath.Join(dir, "audit.jsonl")
+	root := t.TempDir()
+	p := startBinary(t, []string{"XDG_RUNTIME_DIR=" + runtimeDir}, "--root", root, "--http", "127.0.0.1:0",
+		"--key-file", keys, "--audit-file", trail, "--audit-key", signingFile)
+	m := tokenFileLine.FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("no token file named on stderr:\n%s", p.stderr.String())
+	}
+	b, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(b))
+
+	// 2026-07-28, by hand: ask, then answer with the sealed state.
+	c := mcp.NewClient(&mcp.Implementation{Name: "audit-test", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("answered by hand")
+		},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: p.url,
+		HTTPClient: &http.Client{Transport: bearerTransport{token}}}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	f := filepath.Join(root, "a.txt")
+	if err := os.WriteFile(f, []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := map[string]any{"path": f}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_file", Arguments: args})
+	if err != nil || !res.NeedsInput() || res.RequestState == "" {
+		t.Fatalf("ask: %v %+v", err, res)
+	}
+	state := res.RequestState
+	answer := &mcp.CallToolParams{Name: "delete_file", Arguments: args, RequestState: state,
+		InputResponses: mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}}}
+	if res, err = cs.CallTool(context.Background(), answer); err != nil || res.IsError {
+		t.Fatalf("answer: %v %+v", err, res)
+	}
+	// The replay is answered from the record: nothing runs again.
+	if res, err = cs.CallTool(context.Background(), answer); err != nil || len(res.Content) == 0 ||
+		!strings.Contains(res.Content[0].(*mcp.TextContent).Text, "already used") {
+		t.Fatalf("replay: %v %+v, want the earlier result", err, res)
+	}
+	// The older era: the go-sdk elicits in-process.
+	old, err := connect(t, p.url, token, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleteConfirmed(t, old, root)
+
+	p.cmd.Process.Signal(syscall.SIGTERM) // a last checkpoint at exit
+	p.cmd.Wait()
+	records, err := os.ReadFile(trail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cps, err := os.ReadFile(audit.CheckpointPath(trail))
+	if err != nil {
+		t.Fatalf("no checkpoint written at exit: %v\n%s", err, p.stderr.String())
+	}
+	all := append(records, cps...)
+	secrets := map[string]string{"sealed requestState": state, "bearer token": token, "audit signing key line": signing}
+	for i, k := range append(keyBytes, mustKeySeed(t, signing)) {
+		for enc, s := range map[string]string{"raw": string(k), "hex": hex.EncodeToString(k),
+			"base64": base64.StdEncoding.EncodeToString(k), "base64url": base64.RawURLEncoding.EncodeToString(k)} {
+			secrets["key "+string(rune('0'+i))+" "+enc] = s
+		}
+	}
+	for name, s := range secrets {
+		if len(s) < 16 {
+			t.Fatalf("%s is %d bytes: too short to search for", name, len(s))
+		}
+		if bytes.Contains(all, []byte(s)) {
+			t.Errorf("the audit trail holds the %s", name)
+		}
+	}
+	// The trail is not empty: its search means something.
+	var kinds []string
+	for line, err := range audit.Lines(records) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := audit.Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, string(r.Kind())+"/"+r.Answer)
+		if r.Kind() == audit.Asked && !strings.Contains(r.Question, "a.txt") {
+			t.Errorf("a question's record lacks its text: %s", line)
+		}
+	}
+	want := "asked/ redeemed/accept outcome/ refused/accept asked/ redeemed/accept outcome/"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Errorf("the trail's records: %s\nwant %s\n%s", got, want, records)
+	}
+
+	code, stdout, stderr := runBinary(t, nil, "", "audit", "verify", "--audit-file", trail, "--audit-pub", pubFile)
+	if code != 0 || !strings.Contains(stdout, "signed checkpoint at record 7: the whole trail") {
+		t.Fatalf("audit verify: %d\n%s%s", code, stdout, stderr)
+	}
+	// An edit of the second record, kept canonical, is named.
+	lines := bytes.SplitAfter(records, []byte("\n"))
+	r, _ := audit.Parse(bytes.TrimSuffix(lines[1], []byte("\n")))
+	r.Answer = "decline"
+	lines[1] = append(r.Canonical(), '\n')
+	if err := os.WriteFile(trail, bytes.Join(lines, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runBinary(t, nil, "", "audit", "verify", "--audit-file", trail, "--audit-pub", pubFile)
+	if code != 1 || !strings.Contains(stderr, "record 2 edited") {
+		t.Fatalf("audit verify of an edited trail: %d\n%s%s", code, stdout, stderr)
+	}
+	// Export from a time after every record writes nothing; from before, all.
+	if code, stdout, _ := runBinary(t, nil, "", "audit", "export", "--audit-file", trail, "--since", time.Now().Add(time.Hour).Format(time.RFC3339)); code != 0 || stdout != "" {
+		t.Errorf("export --since an hour from now: %d %q", code, stdout)
+	}
+	if code, stdout, _ := runBinary(t, nil, "", "audit", "export", "--audit-file", trail, "--since", "2000-01-01T00:00:00Z"); code != 0 || stdout != string(bytes.Join(lines, nil)) {
+		t.Errorf("export --since 2000: %d\n%s", code, stdout)
+	}
+}
+
+// mustKeySeed returns the Ed25519 seed of a signing key line.
+func mustKeySeed(t *testing.T, line string) []byte {
+	t.Helper()
+	k, err := audit.ParseKey(strings.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.Seed()
+}
