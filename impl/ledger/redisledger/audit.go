@@ -135,6 +135,15 @@ func (s *Store) trailKeys() []string { return []string{s.auditHead, s.auditLog} 
 
 var _ audit.Trail = (*Store)(nil)
 
+// Trail returns s, which keeps its audit trail, or nil if it keeps none
+// ([Options.Audit]).
+func (s *Store) Trail() audit.Trail {
+	if !s.audit {
+		return nil
+	}
+	return s
+}
+
 // Head implements [audit.Trail].
 func (s *Store) Head(ctx context.Context) (uint64, audit.Hash, error) {
 	if s.closed.Load() {

@@ -125,8 +125,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Audit keeps the service's audit trail (package audit) in the store:
 	// PostgreSQL in tables beside the ledger's (pgledger.Options.Audit);
-	// memory: in AuditFile, which it needs. [Trail] returns it. A Redis
-	// store keeps none yet: Open logs that it keeps none.
+	// Redis in keys of the namespace (redisledger.Options.Audit); memory:
+	// in AuditFile, which it needs. [Trail] returns it.
 	Audit bool
 	// AuditFile is the JSONL file of a memory: store's trail (created
 	// 0600; one process at a time).
@@ -166,12 +166,9 @@ func Open(ctx context.Context, rawURL, name string, opts Options) (ledger.Store,
 	)
 	switch kind {
 	case redisStore:
-		s, err := redisledger.Open(ctx, rawURL, redisledger.Options{Namespace: redisNamespace(name)})
+		s, err := redisledger.Open(ctx, rawURL, redisledger.Options{Namespace: redisNamespace(name), Audit: opts.Audit})
 		if err != nil {
 			return nil, nil, err
-		}
-		if opts.Audit {
-			opts.Logger.Warn("the Redis ledger keeps no audit trail yet: none is kept")
 		}
 		store, closer, durable, notDurable = s, func() { s.Close() }, s.CheckDurability, redisledger.ErrNotDurable
 	case postgresStore:

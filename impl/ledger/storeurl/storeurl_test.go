@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -240,5 +241,48 @@ func deletePostgresNamespace(t *testing.T, url, ns string) {
 	defer pool.Close()
 	if _, err := pool.Exec(ctx, "DELETE FROM "+pgledger.DefaultTable+" WHERE namespace = $1", ns); err != nil {
 		t.Errorf("cleanup of namespace %s: %v", ns, err)
+	}
+}
+
+// With Audit, a Redis store keeps its trail under the name's namespace and
+// Trail returns it; without, Trail returns nil and nothing is recorded.
+func TestOpenRedisAudit(t *testing.T) {
+	url := os.Getenv("MCP_CONFIRM_REDIS_URL")
+	if url == "" {
+		t.Skip("set MCP_CONFIRM_REDIS_URL to run against a real Redis")
+	}
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprint(on), func(t *testing.T) {
+			name := uniqueName(t)
+			t.Cleanup(func() { deleteRedisKeys(t, url, "mcp-confirm:{"+name+"}:*") })
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			store, release, err := storeurl.Open(ctx, url, name, storeurl.Options{Audit: on})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(release)
+			l, err := ledger.New(store, ledger.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Issue(ctx, ledger.Confirmation{Tool: "delete_file", ArgsDigest: "d", Subject: "s"}); err != nil {
+				t.Fatal(err)
+			}
+			tr := storeurl.Trail(store)
+			logged := countRedisKeys(t, url, "mcp-confirm:{"+name+"}:a1:log")
+			if !on {
+				if tr != nil || logged != 0 {
+					t.Fatalf("without Audit: Trail %v, %d trail keys", tr, logged)
+				}
+				return
+			}
+			if tr == nil || logged != 1 {
+				t.Fatalf("with Audit: Trail %v, %d trail keys under the name's namespace", tr, logged)
+			}
+			if seq, _, err := tr.Head(ctx); err != nil || seq != 1 {
+				t.Fatalf("Head after one Issue: %d, %v", seq, err)
+			}
+		})
 	}
 }
