@@ -147,6 +147,7 @@ func (r *Relay) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
 	}
 	mayMux := muxable(t)
+	t = ownLines(t)
 	// The guard comes first, so that the mux's own calls are guarded too.
 	t = guard(t)
 	var mt *muxTransport

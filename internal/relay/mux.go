@@ -71,7 +71,28 @@ func (t *muxTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	t.mux = &mux{inner: c, waiting: map[string]chan *jsonrpc.Response{}}
+	if g, ok := c.(guardedConn); ok {
+		if lc, ok := g.Connection.(*lineConn); ok {
+			// The relay's own connection hands over the answers to its
+			// calls as it reads them (lines.go), guarded as guardedConn
+			// guards the rest.
+			lc.answer = t.mux.deliver
+		}
+	}
 	return t.mux, nil
+}
+
+// deliver gives resp, the answer to the relay's call id, to its caller; an
+// answer to no call in flight is dropped. It reports that resp was taken.
+func (m *mux) deliver(id string, resp *jsonrpc.Response) bool {
+	m.mu.Lock()
+	ch := m.waiting[id]
+	delete(m.waiting, id)
+	m.mu.Unlock()
+	if ch != nil {
+		ch <- resp // buffered: never blocks
+	}
+	return true
 }
 
 // Read returns the next message for the go-sdk session: it delivers the
@@ -85,15 +106,9 @@ func (m *mux) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if resp, ok := msg.(*jsonrpc.Response); ok {
 			if id, ok := resp.ID.Raw().(string); ok && len(id) > len(callPrefix) && id[:len(callPrefix)] == callPrefix {
-				m.mu.Lock()
-				ch := m.waiting[id]
-				delete(m.waiting, id)
-				m.mu.Unlock()
-				if ch != nil {
-					ch <- resp // buffered: never blocks
-				}
 				// An answer to no call in flight (late, after its
 				// caller gave up, or made up) is dropped.
+				m.deliver(id, resp)
 				continue
 			}
 		}

@@ -1,0 +1,147 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// readAll reads messages from a connection of t over in until an error,
+// and returns each encoded as go-sdk encodes it, and whether it ended in
+// an error other than the end of input.
+func readAll(t *testing.T, tr mcp.Transport) (msgs []string, failed bool) {
+	t.Helper()
+	c, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for {
+		m, err := c.Read(context.Background())
+		if err != nil {
+			return msgs, !errors.Is(err, io.EOF)
+		}
+		b, err := jsonrpc.EncodeMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, string(b))
+	}
+}
+
+// The relay's own reading of newline-delimited JSON-RPC gives go-sdk's
+// session what go-sdk's own IOTransport gives it, message for message, and
+// fails where it fails: one message or several, a value over several
+// lines, CRLF, batches, trailing data, what is not JSON-RPC, a message
+// over the limit.
+func TestLinesReadAsGoSDK(t *testing.T) {
+	const (
+		req   = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`
+		note  = `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`
+		resp  = `{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`
+		sresp = `{"jsonrpc":"2.0","id":"mcp-confirm-relay-9","result":{"content":[]}}`
+	)
+	for _, tt := range []struct {
+		name  string
+		in    string
+		limit int
+	}{
+		{"one", req + "\n", 0},
+		{"several", req + "\n" + note + "\n" + resp + "\n", 0},
+		{"relay's id, no hook", sresp + "\n", 0},
+		{"over lines", "{\n\"jsonrpc\": \"2.0\",\n\"method\": \"notifications/initialized\"\n}\n", 0},
+		{"CRLF", req + "\r\n" + resp + "\r\n", 0},
+		{"no final newline", req, 0},
+		{"blank lines", "\n\n" + req + "\n\n", 0},
+		{"batch", "[" + req + "," + note + "]\n" + resp + "\n", 0},
+		{"empty batch", "[]\n", 0},
+		{"bad batch item", "[" + req + ",{\"x\":1}]\n", 0},
+		{"trailing data", req + " " + note + "\n", 0},
+		{"not JSON", "hello\n", 0},
+		{"not JSON-RPC", `{"jsonrpc":"1.0","id":1,"method":"x"}` + "\n", 0},
+		{"result and error", `{"jsonrpc":"2.0","id":2,"result":{},"error":{"code":1,"message":"m"}}` + "\n", 0},
+		{"over the limit", req + "\n" + strings.Repeat(" ", 200) + req + "\n", 100},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			theirs, theirFail := readAll(t, &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(tt.in)), Writer: nopWriteCloser{}, MaxLineLength: tt.limit})
+			ours, ourFail := readAll(t, ownLines(&mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(tt.in)), Writer: nopWriteCloser{}, MaxLineLength: tt.limit}))
+			if strings.Join(ours, "\n") != strings.Join(theirs, "\n") || ourFail != theirFail {
+				t.Errorf("read %q:\nrelay:  %q (failed: %v)\ngo-sdk: %q (failed: %v)", tt.in, ours, ourFail, theirs, theirFail)
+			}
+		})
+	}
+}
+
+type nopWriteCloser struct{}
+
+func (nopWriteCloser) Write(p []byte) (int, error) { return len(p), nil }
+func (nopWriteCloser) Close() error                { return nil }
+
+// Which messages the reading goroutine hands to the relay's callers: only
+// a JSON-RPC 2.0 response (a result or an error, not both) to an id of the
+// relay's, its keys spelt exactly; a null input request in its result
+// becomes the guard's error. Everything else goes to go-sdk, in order.
+func TestLinesRelayAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		line    string
+		taken   bool
+		wantErr bool // taken as an error
+	}{
+		{"result", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{"content":[]}}`, true, false},
+		{"result first", `{"result":{"content":[]},"id":"mcp-confirm-relay-1","jsonrpc":"2.0"}`, true, false},
+		{"error", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","error":{"code":-32602,"message":"no"}}`, true, true},
+		{"null input request", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{"inputRequests":{"a":null}}}`, true, true},
+		{"go-sdk's id", `{"jsonrpc":"2.0","id":1,"result":{}}`, false, false},
+		{"another string id", `{"jsonrpc":"2.0","id":"x-1","result":{}}`, false, false},
+		{"the prefix alone", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-","result":{}}`, false, false},
+		{"a request under the relay's id", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","method":"ping"}`, false, false},
+		{"key spelt otherwise", `{"jsonrpc":"2.0","ID":"mcp-confirm-relay-1","result":{}}`, false, false},
+		{"Result spelt otherwise", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","Result":{}}`, false, false},
+		{"no version", `{"id":"mcp-confirm-relay-1","result":{}}`, false, false},
+		{"result and error", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{},"error":{"code":1,"message":"m"}}`, false, false},
+		{"not an object", `["mcp-confirm-relay-1"]`, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := ownLines(&mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(tt.line + "\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")), Writer: nopWriteCloser{}})
+			c, err := tr.Connect(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			var got *jsonrpc.Response
+			c.(*lineConn).answer = func(id string, resp *jsonrpc.Response) bool {
+				got = resp
+				return true
+			}
+			var read []jsonrpc.Message
+			for {
+				m, err := c.Read(context.Background())
+				if err != nil {
+					break
+				}
+				read = append(read, m)
+			}
+			if (got != nil) != tt.taken {
+				t.Fatalf("taken: %v, want %v (go-sdk read %d messages)", got != nil, tt.taken, len(read))
+			}
+			if tt.taken {
+				if (got.Error != nil) != tt.wantErr {
+					t.Errorf("answer %+v: error %v, want an error: %v", got, got.Error, tt.wantErr)
+				}
+				if got.ID.Raw() != "mcp-confirm-relay-1" {
+					t.Errorf("answer id %v", got.ID.Raw())
+				}
+				// go-sdk reads on: the next message is its.
+				if len(read) != 1 {
+					t.Errorf("go-sdk read %d messages after the answer, want 1", len(read))
+				}
+			}
+		})
+	}
+}
