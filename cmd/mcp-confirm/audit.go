@@ -35,10 +35,10 @@ type auditFlags struct {
 const defaultCheckpointEvery = time.Minute
 
 func (a *auditFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&a.file, "audit-file", "", "with a memory: ledger, keep the audit trail (every question, decision, redemption, outcome, in-doubt\nand refused replay; `mcp-confirm audit verify`) in this JSONL file, fsync'd before each step takes effect\n(created 0600; its checkpoints in FILE.checkpoints). A postgres:// ledger keeps its trail in its database")
+	fs.StringVar(&a.file, "audit-file", "", "with a memory: ledger, keep the audit trail (every question, decision, redemption, outcome, in-doubt\nand refused replay; `mcp-confirm audit verify`) in this JSONL file, fsync'd before each step takes effect\n(created 0600; its checkpoints in FILE.checkpoints). A redis:// or postgres:// ledger keeps its trail in its store")
 	fs.StringVar(&a.keyFile, "audit-key", "", "sign a checkpoint of the audit trail every --audit-checkpoint-every with this key (`mcp-confirm keygen --audit FILE`;\nreadable by its owner only); each is also logged. Without it, no checkpoints: truncation cannot be detected")
 	fs.DurationVar(&a.every, "audit-checkpoint-every", defaultCheckpointEvery, "how often to sign a checkpoint of the audit trail, with --audit-key (and once at exit)")
-	fs.BoolVar(&a.insecureNoAudit, "insecure-no-audit", false, "keep no audit trail in a postgres:// ledger, which keeps one by default")
+	fs.BoolVar(&a.insecureNoAudit, "insecure-no-audit", false, "keep no audit trail in a redis:// or postgres:// ledger, which keeps one by default")
 }
 
 // resolve decides whether a trail is kept with the ledger at url: by
@@ -55,7 +55,7 @@ func (a *auditFlags) resolve(url string) error {
 	case a.insecureNoAudit && (a.file != "" || a.keyFile != ""):
 		return errors.New("--insecure-no-audit with --audit-file or --audit-key: choose one")
 	case a.file != "" && kind != "memory":
-		return fmt.Errorf("--audit-file is for a memory: ledger; a %s ledger keeps its trail in its database", kind)
+		return fmt.Errorf("--audit-file is for a memory: ledger; a %s ledger keeps its trail in its store", kind)
 	}
 	a.on = !a.insecureNoAudit && (kind != "memory" || a.file != "")
 	return nil
@@ -84,7 +84,7 @@ func (a *auditFlags) readKey() (ed25519.PrivateKey, error) {
 func (a *auditFlags) start(ctx context.Context, trail audit.Trail, key ed25519.PrivateKey, ns string, log *slog.Logger, closeStore func()) func() {
 	switch {
 	case trail == nil:
-		log.Warn("no audit trail is kept: give a memory: ledger --audit-file, or use a postgres:// ledger")
+		log.Warn("no audit trail is kept: give a memory: ledger --audit-file, or use a redis:// or postgres:// ledger")
 		return closeStore
 	case key == nil:
 		log.Warn("the audit trail is kept without checkpoints (--audit-key): a truncation cannot be detected")

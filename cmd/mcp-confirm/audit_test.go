@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -15,8 +16,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/audit"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger"
 	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
 )
 
@@ -183,4 +187,99 @@ func mustKeySeed(t *testing.T, line string) []byte {
 		t.Fatal(err)
 	}
 	return k.Seed()
+}
+
+// TestAuditVerifyRedis runs mcp-confirm audit verify and export on a
+// redis:// ledger's trail: one a Redis store wrote under the service's
+// namespace (--name), with a checkpoint signed as the server signs them.
+// It verifies, and the export is the trail; an edit made in Redis, kept
+// canonical, is named.
+func TestAuditVerifyRedis(t *testing.T) {
+	url := os.Getenv("MCP_CONFIRM_REDIS_URL")
+	if url == "" {
+		t.Skip("set MCP_CONFIRM_REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run against a real Redis")
+	}
+	ctx := context.Background()
+	var b [6]byte
+	rand.Read(b[:])
+	name := "audit-test-" + hex.EncodeToString(b[:])
+	ns := "mcp-confirm:{" + name + "}:"
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := redis.NewClient(opts)
+	defer rc.Close()
+	t.Cleanup(func() {
+		if keys, err := rc.Keys(context.Background(), ns+"*").Result(); err == nil && len(keys) > 0 {
+			rc.Del(context.Background(), keys...)
+		}
+	})
+	s, err := redisledger.Open(ctx, url, redisledger.Options{Namespace: ns, Audit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	l, err := ledger.New(s, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := audit.WithCall(ctx, audit.Call{Principal: "alice", Tool: "delete_file", ArgsDigest: "sha256:1f", Question: "Delete «a.txt»?", Answer: "accept"})
+	c, err := l.Issue(call, ledger.Confirmation{Tool: "delete_file", ArgsDigest: "sha256:1f", Principal: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Redeem(call, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Complete(call, c.ID, ledger.OutcomeDone, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Redeem(call, c.ID); !errors.Is(err, ledger.ErrDone) {
+		t.Fatalf("replay: %v", err)
+	}
+	signing, pub := audit.GenerateKey()
+	pubFile := filepath.Join(t.TempDir(), "audit.pub")
+	if err := os.WriteFile(pubFile, []byte(pub+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	key, err := audit.ParseKey(strings.NewReader(signing))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := audit.SignHead(ctx, s, key, name, 0, time.Now()); !ok || err != nil {
+		t.Fatalf("SignHead: %v, %v", ok, err)
+	}
+	env := []string{"MCP_CONFIRM_LEDGER=" + url}
+	code, stdout, stderr := runBinary(t, env, "", "audit", "verify", "--name", name, "--audit-pub", pubFile)
+	if code != 0 || !strings.Contains(stdout, "signed checkpoint at record 4: the whole trail") {
+		t.Fatalf("audit verify: %d\n%s%s", code, stdout, stderr)
+	}
+	var want []byte
+	for line, err := range s.Records(ctx, 1) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(append(want, line...), '\n')
+	}
+	if code, stdout, stderr := runBinary(t, env, "", "audit", "export", "--name", name, "--since", "2000-01-01T00:00:00Z"); code != 0 || stdout != string(want) {
+		t.Fatalf("audit export: %d\n%s%s\nwant\n%s", code, stdout, stderr, want)
+	}
+	// An edit of the second record, made in Redis and kept canonical, is named.
+	line, err := rc.LIndex(ctx, ns+"a1:log", 1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := audit.Parse([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Answer = "decline"
+	if err := rc.LSet(ctx, ns+"a1:log", 1, r.Canonical()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runBinary(t, env, "", "audit", "verify", "--name", name, "--audit-pub", pubFile)
+	if code != 1 || !strings.Contains(stderr, "record 2 edited") {
+		t.Fatalf("audit verify of an edited trail: %d\n%s%s", code, stdout, stderr)
+	}
 }
