@@ -1,6 +1,7 @@
 package prompt_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
@@ -48,4 +49,31 @@ func BenchmarkPathWarningsFileName(b *testing.B) {
 			b.Fatalf("PathWarnings(%q) = %q", fileName, w)
 		}
 	}
+}
+
+// mixedText is about n bytes of words of eight scripts, as
+// BenchmarkProxyArgumentSize writes them.
+func mixedText(n int) string {
+	line := "Отчёт résumé Ελληνικά 中文文本 ひらがな العربية עברית हिन्दी "
+	return strings.Repeat(line, n/len(line)+1)[:n-len(line)] + line
+}
+
+// BenchmarkQuestionMiB measures what a question pays for a 1 MiB value of
+// mixed scripts: Value and Warnings of it, and Path and PathWarnings of a
+// 1 MiB path of such components.
+func BenchmarkQuestionMiB(b *testing.B) {
+	text := mixedText(1 << 20)
+	path := "/" + strings.ReplaceAll(text, " ", "/")
+	b.Run("value", func(b *testing.B) {
+		for b.Loop() {
+			prompt.Value(text, prompt.Options{MaxWidth: 120})
+			prompt.Warnings(text)
+		}
+	})
+	b.Run("path", func(b *testing.B) {
+		for b.Loop() {
+			prompt.Path(path, prompt.Options{MaxWidth: 120})
+			prompt.PathWarnings(path)
+		}
+	})
 }

@@ -56,6 +56,9 @@ func Path(p string, opts Options) string {
 	if maxWidth <= 0 {
 		maxWidth = DefaultMaxWidth
 	}
+	if len(p) >= longValue*(maxWidth+8) {
+		return longPath(p, maxWidth, maxWidth+1)
+	}
 	var j strings.Builder // the quoted components joined by slashes
 	j.Grow(len(p))
 	ranges := make([]component, 0, strings.Count(p, "/")+1)
@@ -204,4 +207,125 @@ func renderPath(q string, comps []component, head, tail int) string {
 	}
 	b.WriteString(closePath)
 	return b.String()
+}
+
+// longPath is Path for a path much longer than maxWidth, quoting only the
+// components it may show: it returns exactly what quoting every component
+// returns (TestMatchesReference, TestCorpusMatchesReference). Widths are capped at
+// limit (maxWidth+1): every choice Path makes compares sums of widths with
+// at most maxWidth columns, so a component wider than that, however wide,
+// is never shown whole, and only its first atoms can be shown (at the head)
+// or, for the last component, its whole text is quoted (the tail).
+func longPath(p string, maxWidth, limit int) string {
+	raw := strings.Split(p, "/")
+	n := len(raw) - 1
+	quoted := make([]string, len(raw))
+	widths := make([]int, len(raw))
+	for i := range widths {
+		widths[i] = -1
+	}
+	width := func(i int) int {
+		if widths[i] < 0 {
+			quoted[i], widths[i] = quoteCapped(raw[i], maxWidth, limit)
+		}
+		return widths[i]
+	}
+	total := n // the separators
+	for i := 0; i <= n && total <= maxWidth; i++ {
+		total += width(i)
+	}
+	if total <= maxWidth {
+		// Everything was quoted whole and fits.
+		return renderQuoted(quoted, func(int) bool { return true }, -1, -1)
+	}
+	if n >= 1 && 1+width(n) <= maxWidth-1 {
+		// The file name fits: Path drops whole components from the middle
+		// (wholeComponents), and shows the others whole, each narrower
+		// than limit, so quoted whole.
+		budget := maxWidth - 1
+		tailBudget := budget - budget/3
+		t, tw := n, 1+width(n)
+		for t-1 >= 1 && tw+1+width(t-1) <= tailBudget {
+			t, tw = t-1, tw+1+width(t-1)
+		}
+		h, hw := 0, 0
+		for h < t-1 && hw+width(h)+1 <= budget-tw {
+			h, hw = h+1, hw+width(h)+1
+		}
+		return renderQuoted(quoted, func(i int) bool { return i < h || i >= t }, h, t)
+	}
+	// The file name does not fit: the cut falls inside it, and the head
+	// shows the components from the start until they are wider than the
+	// room. Quote those (capped), none of the middle, and the last whole.
+	for i, w := 0, -1; i < n && w <= maxWidth; i++ {
+		w += 1 + width(i)
+	}
+	var b strings.Builder
+	quote(&b, raw[n], 0, len(raw[n]))
+	quoted[n] = b.String()
+	var j strings.Builder
+	comps := make([]component, 0, len(raw))
+	for i, q := range quoted {
+		if i > 0 {
+			j.WriteByte('/')
+		}
+		if widths[i] < 0 && i < n {
+			q = "" // never reached by the head, so neither shown nor measured
+		}
+		start := j.Len()
+		j.WriteString(q)
+		comps = append(comps, component{start, j.Len()})
+	}
+	q := j.String()
+	head, tail, _ := span(pathAtoms(q, comps), maxWidth)
+	return renderPath(q, comps, head, tail)
+}
+
+// quoteCapped returns Quote(c) and its width when that is at most maxWidth
+// columns; else a prefix of Quote(c), whole atoms of it wider than
+// maxWidth columns, and limit.
+func quoteCapped(c string, maxWidth, limit int) (string, int) {
+	var b strings.Builder
+	end := 0
+	for step := 4 * (maxWidth + 8); ; step *= 2 {
+		end, _ = quote(&b, c, end, end+step)
+		q := b.String()
+		at, width := 0, 0
+		for a, w := range atoms(q) {
+			if end < len(c) && at+len(a) == len(q) {
+				break // the last atom may continue past what is quoted
+			}
+			at, width = at+len(a), width+w
+			if width > maxWidth {
+				return q[:at], limit
+			}
+		}
+		if end == len(c) {
+			return q, width
+		}
+	}
+}
+
+// renderQuoted renders the components quoted (each quoted whole where
+// shown reports true) as renderPath does, the components from h up to t
+// dropped for one ellipsis if h >= 0.
+func renderQuoted(quoted []string, shown func(int) bool, h, t int) string {
+	var j strings.Builder
+	comps := make([]component, 0, len(quoted))
+	for i, q := range quoted {
+		if i > 0 {
+			j.WriteByte('/')
+		}
+		if !shown(i) {
+			q = "-" // dropped: one byte keeps the cut from being empty
+		}
+		start := j.Len()
+		j.WriteString(q)
+		comps = append(comps, component{start, j.Len()})
+	}
+	q := j.String()
+	if h < 0 {
+		return renderPath(q, comps, len(q), len(q))
+	}
+	return renderPath(q, comps, comps[h].start, comps[t].start-1)
 }

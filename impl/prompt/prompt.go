@@ -158,7 +158,13 @@
 // precedes them, so quoting can start afresh there (TestPlainBoundaries,
 // TestGraphemesRestart), and a plain code point followed by marks that join
 // it is one cluster (TestJoinBoundaries). Anything else goes through uniseg
-// and Unicode's tables as before. [Path] still quotes every component.
+// and Unicode's tables as before. [Path] of a path of at least 16 bytes per
+// column quotes only the components it may show: each measured until it is
+// wider than the room (no wider one is ever shown whole), the middle ones
+// the cut drops never, the file name whole when it must be cut inside
+// (TestCorpusMatchesReference compares it on the fuzz corpora too, and
+// TestReferenceCatchesSkips shows the comparison failing a wrong cap).
+// [PathWarnings] reads a path once, as Warnings reads a value.
 package prompt
 
 import (
@@ -302,7 +308,7 @@ func alone(s string, at int) (bool, int) {
 	if c := s[at]; c < utf8.RuneSelf {
 		return '!' <= c && c <= '~' && c != '\\' || c == ' ' && loneSpace(s, at), 1
 	}
-	r, n := utf8.DecodeRuneInString(s[at:])
+	r, n := decodeRune(s, at)
 	return n > 1 && classOf(r)&classPlain != 0, n
 }
 
@@ -320,7 +326,7 @@ func joined(s string, at int) (n int, raw bool) {
 		}
 		n = 1
 	} else {
-		r, size := utf8.DecodeRuneInString(s[at:])
+		r, size := decodeRune(s, at)
 		if size == 1 || classOf(r)&classPlain == 0 {
 			return 0, false
 		}
@@ -328,7 +334,7 @@ func joined(s string, at int) (n int, raw bool) {
 	}
 	marks, neutral, inert := 0, false, true
 	for at+n < len(s) && s[at+n] >= utf8.RuneSelf {
-		r, size := utf8.DecodeRuneInString(s[at+n:])
+		r, size := decodeRune(s, at+n)
 		c := classOf(r)
 		if size == 1 || c&classJoin == 0 {
 			break
@@ -349,7 +355,7 @@ func nextApartAt(s string, at int) (bool, int) {
 	if s[at] < utf8.RuneSelf {
 		return true, 1
 	}
-	r, n := utf8.DecodeRuneInString(s[at:])
+	r, n := decodeRune(s, at)
 	return n > 1 && classOf(r)&classPlain != 0, n
 }
 

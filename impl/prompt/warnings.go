@@ -40,18 +40,28 @@ func Warnings(s string) []Warning {
 // PathWarnings is Warnings for a path shown by Path, which quotes each
 // component on its own: a space at either end of a component is escaped, and
 // so counts as hidden, as in "/srv/ notes.txt".
+//
+// It reads p once: each component as Warnings reads a value, the letters
+// of all fed to one check, as misleadingLetters(p) would read them (a
+// slash is no letter nor mark, so it ends a word and is no partner).
 func PathWarnings(p string) []Warning {
-	h := false
+	l := letters{latin: latinScript}
+	h, m := false, false
 	for c := range strings.SplitSeq(p, "/") {
-		if h = hidden(c); h {
-			break
+		switch {
+		case h && m:
+			return list(h, m)
+		case h:
+			m = l.from(c, 0)
+		case m:
+			h = hidden(c)
+		default:
+			h, m = l.scan(c)
 		}
+		l.word, l.last = l.word[:0], 0 // the slash
 	}
-	return warnings(p, h)
+	return list(h, m)
 }
-
-// warnings returns the warnings for s, Hidden if h.
-func warnings(s string, h bool) []Warning { return list(h, misleadingLetters(s)) }
 
 // list returns Hidden if h, then MixedScripts if m, or nil.
 func list(h, m bool) []Warning {
@@ -73,6 +83,11 @@ func list(h, m bool) []Warning {
 // letters' check. Once one answer is known, the other is found alone.
 func scan(s string) (hides, misleading bool) {
 	l := letters{latin: latinScript}
+	return l.scan(s)
+}
+
+// scan is scan(s), s fed to l after what l was fed before.
+func (l *letters) scan(s string) (hides, misleading bool) {
 	// At each turn i is a cluster boundary; r, n, c are the code point
 	// there when the turn before decoded it (n > 0).
 	var (
@@ -160,8 +175,20 @@ func decode(s string, i int) (rune, int, class) {
 	if b := s[i]; b < utf8.RuneSelf {
 		return rune(b), 1, classOf(rune(b))
 	}
-	r, n := utf8.DecodeRuneInString(s[i:])
+	r, n := decodeRune(s, i)
 	return r, n, classOf(r)
+}
+
+// decodeRune is utf8.DecodeRuneInString(s[i:]) for s[i] not ASCII, with
+// the two- and three-byte forms of most scripts decoded inline.
+func decodeRune(s string, i int) (rune, int) {
+	switch b := s[i]; {
+	case 0xC2 <= b && b <= 0xDF && i+1 < len(s) && s[i+1]&0xC0 == 0x80:
+		return rune(b&0x1F)<<6 | rune(s[i+1]&0x3F), 2
+	case 0xE1 <= b && b <= 0xEF && b != 0xED && i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80:
+		return rune(b&0x0F)<<12 | rune(s[i+1]&0x3F)<<6 | rune(s[i+2]&0x3F), 3
+	}
+	return utf8.DecodeRuneInString(s[i:])
 }
 
 // hidden reports whether Quote(s) holds an escape other than those for the
@@ -214,7 +241,7 @@ func (l *letters) from(s string, i int) bool {
 			}
 			continue
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
+		r, n := decodeRune(s, i)
 		if l.add(s, i, n, r, classOf(r)) {
 			return true
 		}
