@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
 	"github.com/mcp-confirm/mcp-confirm/internal/failover"
@@ -28,7 +30,10 @@ import (
 // must act twice and be found not linearizable: else the scenario proved
 // nothing. Both open through storeurl.Open, as the server does: it
 // accepts the first and refuses the second (ErrNotDurable), which is
-// then opened with AllowRollback.
+// then opened with AllowRollback. The stores keep the audit trail, and
+// after each run the promoted primary's trail agrees with its ledger
+// (trailAgrees), the control's too: a record and its transition are one
+// script, replicated — or lost — together.
 func TestRedisFailover(t *testing.T) {
 	for _, tc := range []struct {
 		name, query string
@@ -40,7 +45,7 @@ func TestRedisFailover(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := failover.StartRedis(t)
-			stores := openThrough(t, set.URL(tc.query), tc.safe)
+			stores := openThrough(t, set.URL(tc.query), tc.safe, true)
 			c := failoverCase{
 				stores: stores, crash: set.Crash,
 				promote: set.WaitPromoted, reprovision: set.AttachReplica, opTimeout: 3 * time.Second,
@@ -49,6 +54,7 @@ func TestRedisFailover(t *testing.T) {
 				c.stall = set.Relay.Stall
 			}
 			runFailover(t, c).verdict(t, tc.safe)
+			trailAgrees(t, stores[0])
 		})
 	}
 }
@@ -74,7 +80,7 @@ func TestPostgresFailover(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			set := failover.StartPostgres(t, tc.synchronous)
-			stores := openThrough(t, set.URL(), tc.synchronous)
+			stores := openThrough(t, set.URL(), tc.synchronous, false)
 			c := failoverCase{stores: stores, crash: set.Crash, promote: set.Promote, opTimeout: 2 * time.Second}
 			if tc.stall {
 				c.stall = set.Relay.Stall
@@ -88,11 +94,12 @@ func TestPostgresFailover(t *testing.T) {
 // replicas do at start-up (storeurl.Open: connect, then the durability
 // check). A safe store must pass the check; the control must be refused
 // with ErrNotDurable, and is then opened accepting the risk
-// (AllowRollback), as an operator could.
-func openThrough(t *testing.T, rawURL string, safe bool) []ledger.Store {
+// (AllowRollback), as an operator could. With audited, the stores keep
+// the audit trail.
+func openThrough(t *testing.T, rawURL string, safe, audited bool) []ledger.Store {
 	t.Helper()
 	ctx := t.Context()
-	opts := storeurl.Options{Logger: slog.New(slog.DiscardHandler)}
+	opts := storeurl.Options{Logger: slog.New(slog.DiscardHandler), Audit: audited}
 	if !safe {
 		_, _, err := storeurl.Open(ctx, rawURL, "failover", opts)
 		if !errors.Is(err, storeurl.ErrNotDurable) {
@@ -111,6 +118,121 @@ func openThrough(t *testing.T, rawURL string, safe bool) []ledger.Store {
 		stores[i] = s
 	}
 	return stores
+}
+
+// trailAgrees checks the audit trail of s, after a failover run, against
+// its ledger (trailProblems); TestTrailProblems is its control.
+func trailAgrees(t *testing.T, s ledger.Store) {
+	t.Helper()
+	tr := storeurl.Trail(s)
+	if tr == nil {
+		t.Fatal("the store keeps no audit trail")
+	}
+	n, problems, err := trailProblems(t.Context(), tr)
+	if err != nil {
+		t.Fatalf("the trail after the failover: %v", err)
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	t.Logf("the trail after the failover: %d records, verified", n)
+}
+
+// trailProblems verifies the chain of tr and checks that every approval
+// of a failover run (each redeemed in the end, on the promoted primary at
+// the latest) has exactly one record of its redemption and at most one
+// of its outcome. A record kept while its transition was lost shows as a
+// second redemption's record; a transition without its record, as none.
+func trailProblems(ctx context.Context, tr audit.Trail) (records uint64, problems []string, err error) {
+	sum, err := audit.Verify(tr.Records(ctx, 1), nil, audit.VerifyOptions{})
+	if err != nil {
+		return 0, nil, err
+	}
+	redeemed, completed := map[string]int{}, map[string]int{}
+	for line, err := range tr.Records(ctx, 1) {
+		if err != nil {
+			return 0, nil, err
+		}
+		r, err := audit.Parse(line)
+		if err != nil {
+			return 0, nil, err
+		}
+		switch {
+		case r.Op == audit.OpRedeem && r.Result == "ok":
+			redeemed[r.ID]++
+		case r.Op == audit.OpComplete && r.Result == "ok":
+			completed[r.ID]++
+		}
+	}
+	for i := range failoverApprovals {
+		id := ledger.ID{0: 0xfa, 15: byte(i)}.String()
+		if redeemed[id] != 1 || completed[id] > 1 {
+			problems = append(problems, fmt.Sprintf("approval %s: %d records of its redemption, %d of its outcome; want 1 and at most 1", id, redeemed[id], completed[id]))
+		}
+	}
+	return sum.Records, problems, nil
+}
+
+// sliceTrail is a trail of lines in memory.
+type sliceTrail [][]byte
+
+func (s sliceTrail) Head(context.Context) (uint64, audit.Hash, error) { return 0, audit.Hash{}, nil }
+func (s sliceTrail) Records(context.Context, uint64) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		for _, l := range s {
+			if !yield(l, nil) {
+				return
+			}
+		}
+	}
+}
+func (s sliceTrail) AddCheckpoint(context.Context, audit.Checkpoint) error   { return nil }
+func (s sliceTrail) Checkpoints(context.Context) ([]audit.Checkpoint, error) { return nil, nil }
+
+// TestTrailProblems is trailProblems' control: a chained trail with one
+// redemption and outcome per approval passes; one with an approval's
+// redemption missing, or recorded twice, or its outcome twice, does not.
+func TestTrailProblems(t *testing.T) {
+	chain := func(skip, twice int, op audit.Op) sliceTrail {
+		var tr sliceTrail
+		var prev audit.Hash
+		add := func(op audit.Op, id ledger.ID) {
+			r := audit.Record{Op: op, ID: id.String(), Seq: uint64(len(tr) + 1), Time: 1, Result: "ok", Prev: prev}
+			tr = append(tr, r.Canonical())
+			prev = r.Sum()
+		}
+		for i := range failoverApprovals {
+			id := ledger.ID{0: 0xfa, 15: byte(i)}
+			for _, o := range []audit.Op{audit.OpRedeem, audit.OpComplete} {
+				if i == skip && o == op {
+					continue
+				}
+				add(o, id)
+				if i == twice && o == op {
+					add(o, id)
+				}
+			}
+		}
+		return tr
+	}
+	for _, tc := range []struct {
+		name string
+		tr   sliceTrail
+		bad  bool
+	}{
+		{"one of each", chain(-1, -1, ""), false},
+		{"a redemption without its record", chain(3, -1, audit.OpRedeem), true},
+		{"a redemption recorded twice", chain(-1, 5, audit.OpRedeem), true},
+		{"an outcome recorded twice", chain(-1, 7, audit.OpComplete), true},
+	} {
+		_, problems, err := trailProblems(t.Context(), tc.tr)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if (len(problems) > 0) != tc.bad {
+			t.Errorf("%s: problems %v, want some: %v", tc.name, problems, tc.bad)
+		}
+	}
 }
 
 // A failoverCase is a replicated store under test: handles on it that
