@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -479,8 +480,16 @@ func (r failoverResult) verdict(t *testing.T, safe bool) {
 	}
 	if r.report.Result != porcupine.Ok {
 		msg := "the history across the failover is not linearizable"
-		if bad := r.report.Violations(); len(bad) > 0 {
-			msg += "; the first:\n" + Describe(bad[0])
+		bad := r.report.Violations()
+		for i, ops := range bad {
+			msg += fmt.Sprintf("; approval %d of %d without a linearization:\n%s", i+1, len(bad), Describe(ops))
+		}
+		if f, err := os.CreateTemp("", "failover-*.html"); err != nil {
+			t.Logf("visualization not written: %v", err)
+		} else if f.Close(); r.report.Visualize(f.Name()) != nil {
+			t.Logf("visualization not written to %s", f.Name())
+		} else {
+			msg += "\nvisualization: " + f.Name()
 		}
 		t.Error(msg)
 	}

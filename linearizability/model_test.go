@@ -243,6 +243,11 @@ func TestModel(t *testing.T) {
 		{"lost redeem not applied", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, inf, errR), redeem(idA, 5, 6, ok)}, true},
 		{"lost redeem, then two wins", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, inf, errR), redeem(idA, 5, 6, ok), redeem(idA, 7, 8, ok)}, false},
 		{"lost cancel applied", []porcupine.Operation{issue(idA, far, 0, 1, ok), cancel(idA, 2, inf, errR), redeem(idA, 5, 6, cancelledR)}, true},
+		// A failover that lost a redeem some call had already been
+		// answered from (a session of the dead primary read it before
+		// the standby had it; see TestPostgresCrash in internal/failover).
+		{"lost redeem answered from, then lost", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, inf, errR), redeem(idA, 3, 4, progress), redeem(idA, 5, 6, ok)}, false},
+		{"lost complete answered from, then lost", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, inf, errR), replayed(idA, 5, 6, kDone, 7), redeem(idA, 7, 8, progress)}, false},
 		{"lost redeem applied late", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, inf, errR), redeem(idA, 5, 6, ok), cancel(idA, 7, 8, progress)}, true},
 		{"lost redeem called after expiry", []porcupine.Operation{issue(idA, 100, 0, 1, ok), redeem(idA, 110, inf, errR), redeem(idA, 120, 130, progress)}, false},
 		{"lost complete applied", []porcupine.Operation{issue(idA, far, 0, 1, ok), redeem(idA, 2, 3, ok), complete(idA, kDone, 7, 4, inf, errR), replayed(idA, 5, 6, kDone, 7)}, true},

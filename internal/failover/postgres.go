@@ -1,6 +1,7 @@
 package failover
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -104,11 +106,15 @@ func (p *Postgres) URL() string {
 		p.primary.port, p.standby.port)
 }
 
-// Crash kills every process of the primary (SIGKILL to its process
-// group: the postmaster and its backends, as a crash of its machine) and
-// severs the relay: what it held never reaches the standby.
+// Crash kills every process of the primary at one instant (the
+// postmaster and its backends, walsender and helpers, as a crash of its
+// machine; see [postgres.kill]) and severs the relay: what it held never
+// reaches the standby.
 func (p *Postgres) Crash() {
-	p.primary.kill()
+	p.t.Helper()
+	if err := p.primary.kill(); err != nil {
+		p.t.Fatalf("crash the primary: %v", err)
+	}
 	p.Relay.Sever()
 }
 
@@ -152,21 +158,113 @@ func (p *Postgres) start(s *postgres, args ...string) {
 	if err := s.cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
-	p.t.Cleanup(s.kill)
+	p.t.Cleanup(func() { s.kill() })
 	poll(p.t, 60*time.Second, "postgres did not start in "+s.dir, func(ctx context.Context) bool {
 		var one int
 		return p.query(ctx, s, `SELECT 1`, nil, &one) == nil
 	})
 }
 
-// kill kills the server's process group and reaps it.
-func (s *postgres) kill() {
+// kill kills every process of the server at one instant and reaps the
+// postmaster.
+//
+// A signal to the postmaster's process group reaches the postmaster
+// alone: each of its children calls setsid() as it starts
+// (InitPostmasterChild), so every backend is a process group of its own.
+// Survivors notice the postmaster's death only when they next wait, and
+// a backend waiting for the synchronous standby's acknowledgement then
+// stops waiting and finishes its commit locally: the change, which the
+// standby never received, becomes visible to the sessions still running,
+// which answer from it before they exit, and a failover loses it
+// (TestPostgresCrash, "process group"). A crash of the machine leaves
+// no such survivor. So the postmaster is stopped first (it forks no
+// more), then each of its children, and only then is each killed.
+func (s *postgres) kill() error {
 	if s.cmd == nil {
-		return
+		return nil
 	}
-	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	s.cmd.Wait()
-	s.cmd = nil
+	pm := s.cmd.Process.Pid
+	defer func() {
+		syscall.Kill(pm, syscall.SIGKILL)
+		s.cmd.Wait()
+		s.cmd = nil
+	}()
+	if err := syscall.Kill(pm, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("stop the postmaster: %w", err)
+	}
+	kids, err := freezeChildren(pm)
+	for _, pid := range kids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if err != nil {
+		return err
+	}
+	syscall.Kill(pm, syscall.SIGKILL)
+	// Reaped by init, not by us: wait until each is gone (or a zombie,
+	// which holds no socket and runs nothing).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		alive := 0
+		for _, pid := range kids {
+			if st, _, ok := procStat(pid); ok && st != 'Z' {
+				alive++
+			}
+		}
+		if alive == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d process(es) of the postmaster %d still alive 10s after SIGKILL", alive, pm)
+		}
+	}
+}
+
+// freezeChildren stops (SIGSTOP) every child of the stopped postmaster
+// pm, listing them again until no new one appears (one may have been
+// forked as pm stopped), and returns them.
+func freezeChildren(pm int) ([]int, error) {
+	stopped := make(map[int]bool)
+	var kids []int
+	for {
+		entries, err := os.ReadDir("/proc")
+		if err != nil {
+			return kids, fmt.Errorf("list the postmaster's children (this needs Linux's /proc): %w", err)
+		}
+		found := false
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || stopped[pid] {
+				continue
+			}
+			if _, ppid, ok := procStat(pid); ok && ppid == pm {
+				syscall.Kill(pid, syscall.SIGSTOP)
+				stopped[pid], found = true, true
+				kids = append(kids, pid)
+			}
+		}
+		if !found {
+			return kids, nil
+		}
+	}
+}
+
+// procStat reads the state and the parent of process pid from
+// /proc/pid/stat; ok is false if it is gone.
+func procStat(pid int) (state byte, ppid int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return f[0][0], ppid, err == nil
 }
 
 // query runs sql on s and scans its one row into dst.

@@ -90,7 +90,19 @@
 // request (pg_cancel_backend, a client set to send one on a deadline)
 // during the synchronous wait makes PostgreSQL report the commit as done,
 // unreplicated, with a warning: pgx, as this store uses it, closes the
-// connection on a deadline instead, and never sends one.
+// connection on a deadline instead, and never sends one. Whatever else
+// ends the wait before the standby's acknowledgement ends it the same
+// way — pg_terminate_backend, or the postmaster's death alone (the OOM
+// killer, a SIGKILL to it: its backends outlive it until they next
+// wait) — and then the commit, finished locally, and the lock, released,
+// let the sessions still running on that primary answer from a change
+// the standby never received: in progress, done, cancelled, which the
+// promoted standby then contradicts (the approval pending there, and
+// redeemable). The writer itself is never told its commit succeeded, so
+// nothing acts twice. TestPostgresCrash (internal/failover) shows it.
+// Keep the postmaster out of the OOM killer's reach and never SIGKILL
+// it alone; a crash of the machine, or every process killed at once,
+// loses nothing answered.
 //
 // # The audit trail
 //
