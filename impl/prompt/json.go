@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/jsonstring"
 )
 
 // ErrJSON reports JSON that [JSON] will not show: text that is not one JSON
@@ -488,55 +490,21 @@ func (p *jsonParser) str() (string, error) {
 
 // escape decodes the escape sequence at p.pos.
 func (p *jsonParser) escape() (rune, error) {
-	if p.pos+1 >= len(p.in) {
+	r, n, err := jsonstring.Decode(p.in[p.pos:])
+	switch {
+	case errors.Is(err, jsonstring.ErrUnterminated):
 		return 0, p.errorf("not a JSON value: an escape never ends")
-	}
-	var r rune
-	switch p.in[p.pos+1] {
-	case '"', '\\', '/':
-		r = rune(p.in[p.pos+1])
-	case 'b':
-		r = '\b'
-	case 'f':
-		r = '\f'
-	case 'n':
-		r = '\n'
-	case 'r':
-		r = '\r'
-	case 't':
-		r = '\t'
-	case 'u':
-	default:
+	case errors.Is(err, jsonstring.ErrHex):
+		return 0, p.errorf("not a JSON value: an invalid \\u escape at byte %d", p.pos)
+	case err != nil:
 		return 0, p.errorf("not a JSON value: an invalid escape at byte %d", p.pos)
 	}
-	if r != 0 {
-		p.pos += 2
-		return r, nil
+	p.pos += n
+	if utf16.IsSurrogate(r) {
+		// Most readers decode it as U+FFFD, as they do an invalid byte.
+		return 0, p.errorf("a string holds a lone UTF-16 surrogate escape (\\u%04X)", r)
 	}
-	u, ok := jsonHex4(p.in[p.pos+2:])
-	if !ok {
-		return 0, p.errorf("not a JSON value: an invalid \\u escape at byte %d", p.pos)
-	}
-	p.pos += 6
-	if !utf16.IsSurrogate(u) {
-		return u, nil
-	}
-	if u < 0xDC00 && p.pos+1 < len(p.in) && p.in[p.pos] == '\\' && p.in[p.pos+1] == 'u' {
-		if lo, ok := jsonHex4(p.in[p.pos+2:]); ok && 0xDC00 <= lo && lo <= 0xDFFF {
-			p.pos += 6
-			return utf16.DecodeRune(u, lo), nil
-		}
-	}
-	// Most readers decode it as U+FFFD, as they do an invalid byte.
-	return 0, p.errorf("a string holds a lone UTF-16 surrogate escape (\\u%04X)", u)
-}
-
-func jsonHex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(b[:4]), 16, 16)
-	return rune(v), err == nil
+	return r, nil
 }
 
 // renderJSON writes the pieces, cut in the middle to maxWidth columns.

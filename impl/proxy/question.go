@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+	"github.com/mcp-confirm/mcp-confirm/internal/jsonstring"
 )
 
 // Display widths of the question's untrusted parts, in columns.
@@ -113,59 +113,8 @@ func valueEnd(b []byte, i int) int {
 }
 
 // decodeString returns what encoding/json reads from the JSON string q
-// (quotes included), valid UTF-8 as CheckJSON leaves it: the escapes the
-// canonical form writes are decoded here, in one pass; any other (a
-// surrogate) goes to encoding/json.
-func decodeString(q []byte) (string, error) {
-	body := q[1 : len(q)-1]
-	if bytes.IndexByte(body, '\\') < 0 {
-		return string(body), nil
-	}
-	out := make([]byte, 0, len(body))
-	for {
-		k := bytes.IndexByte(body, '\\')
-		if k < 0 {
-			return string(append(out, body...)), nil
-		}
-		out = append(out, body[:k]...)
-		if k+1 == len(body) {
-			break
-		}
-		switch e := body[k+1]; e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, err := strconv.ParseUint(string(body[k+2:min(k+6, len(body))]), 16, 32)
-			if err != nil || k+6 > len(body) || 0xD800 <= r && r < 0xE000 {
-				return decodeJSONString(q)
-			}
-			out = utf8.AppendRune(out, rune(r))
-			body = body[k+6:]
-			continue
-		default:
-			return decodeJSONString(q)
-		}
-		body = body[k+2:]
-	}
-	return decodeJSONString(q)
-}
-
-// decodeJSONString is decodeString by encoding/json.
-func decodeJSONString(q []byte) (string, error) {
-	var s string
-	err := json.Unmarshal(q, &s)
-	return s, err
-}
+// (quotes included), valid UTF-8 as CheckJSON leaves it.
+func decodeString(q []byte) (string, error) { return jsonstring.UnquoteUTF8(q) }
 
 // kind names the JSON type of an argument's value, as the question says it.
 func (a argument) kind() string {

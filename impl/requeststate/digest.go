@@ -10,6 +10,8 @@ import (
 	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/jsonstring"
 )
 
 // ErrArguments: request arguments are not acceptable JSON (see
@@ -319,70 +321,21 @@ func (p *parser) str(out []byte) ([]byte, error) {
 // escape decodes one escape sequence at p.pos (the backslash) and appends its
 // canonical form.
 func (p *parser) escape(out []byte) ([]byte, error) {
-	if p.pos+1 >= len(p.in) {
+	r, n, err := jsonstring.Decode(p.in[p.pos:])
+	switch {
+	case errors.Is(err, jsonstring.ErrUnterminated):
 		return nil, p.errorf("unterminated escape")
-	}
-	var r rune
-	switch p.in[p.pos+1] {
-	case '"':
-		r = '"'
-	case '\\':
-		r = '\\'
-	case '/':
-		r = '/'
-	case 'b':
-		r = '\b'
-	case 'f':
-		r = '\f'
-	case 'n':
-		r = '\n'
-	case 'r':
-		r = '\r'
-	case 't':
-		r = '\t'
-	case 'u':
-		u, ok := hex4(p.in[p.pos+2:])
-		if !ok {
-			return nil, p.errorf("invalid \\u escape")
-		}
-		p.pos += 6
-		if !utf16.IsSurrogate(u) {
-			return appendRune(out, u), nil
-		}
-		if u < 0xdc00 && p.pos+1 < len(p.in) && p.in[p.pos] == '\\' && p.in[p.pos+1] == 'u' {
-			if lo, ok := hex4(p.in[p.pos+2:]); ok && 0xdc00 <= lo && lo <= 0xdfff {
-				p.pos += 6
-				return utf8.AppendRune(out, utf16.DecodeRune(u, lo)), nil
-			}
-		}
-		// A lone surrogate stays a distinct escape; it is not U+FFFD.
-		return fmt.Appendf(out, `\u%04x`, u), nil
-	default:
+	case errors.Is(err, jsonstring.ErrHex):
+		return nil, p.errorf("invalid \\u escape")
+	case err != nil:
 		return nil, p.errorf("invalid escape")
 	}
-	p.pos += 2
+	p.pos += n
+	if utf16.IsSurrogate(r) {
+		// A lone surrogate stays a distinct escape; it is not U+FFFD.
+		return fmt.Appendf(out, `\u%04x`, r), nil
+	}
 	return appendRune(out, r), nil
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[:4] {
-		r <<= 4
-		switch {
-		case '0' <= c && c <= '9':
-			r |= rune(c - '0')
-		case 'a' <= c && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case 'A' <= c && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 // appendRune appends the canonical spelling of a valid code point.
@@ -433,7 +386,7 @@ func decodeCanonical(q []byte) string {
 		case 'r':
 			out = append(out, '\r')
 		case 'u':
-			u, _ := hex4(q[i+1:])
+			u, _ := jsonstring.Hex4(q[i+1:])
 			i += 4
 			if utf16.IsSurrogate(u) {
 				// The three bytes of a surrogate's UTF-8 form (WTF-8),
