@@ -109,12 +109,13 @@
 // With [Options.Audit], the namespace's audit trail (package audit) is
 // kept in TABLE_audit, one row per record, chained through
 // TABLE_audit_head, the namespace's last seq and SHA-256. Each record is
-// sealed inside the transaction of its transition by the function
-// TABLE_audit_append, which locks the head row until the commit: a
-// Spend's or Complete's change and its record are one statement (the
-// change in a WITH, the record sealed over the row it returns, so a
-// change that applies to nothing records nothing); an Add's insert and
-// its record one statement; a Decide's one transaction. A refusal is read
+// sealed inside the transaction of its transition by an upsert of the
+// head row, which locks it until the commit and computes the record's
+// seq, time and prev, then an insert of the record: a Spend's or
+// Complete's change and its record are one statement (the change in a
+// WITH, the record sealed over the row it returns, so a change that
+// applies to nothing records nothing); an Add's insert and its record one
+// statement; a Decide's one transaction. A refusal is read
 // under the row's lock and recorded in one transaction. So a transition
 // commits with its record or not at all (TestAuditAtomicWithLedger raises
 // an exception after the record's insert, inside the transaction, for
@@ -451,7 +452,6 @@ func (s *Store) auditSQL(table string) {
 	records := pgx.Identifier{table + "_audit"}.Sanitize()
 	head := pgx.Identifier{table + "_audit_head"}.Sanitize()
 	cps := pgx.Identifier{table + "_audit_checkpoint"}.Sanitize()
-	fn := pgx.Identifier{table + "_audit_append"}.Sanitize()
 	s.auditCreateSQL = []string{
 		`CREATE TABLE IF NOT EXISTS ` + records + ` (
 	namespace text   NOT NULL,
@@ -470,35 +470,42 @@ func (s *Store) auditSQL(table string) {
 	checkpoint text   NOT NULL, -- audit.Checkpoint as JSON
 	PRIMARY KEY (namespace, seq)
 )`,
-		// The record's suffix, sealed inside the transaction: its seq and
-		// prev from the namespace's head, locked until the commit, so
-		// that records are chained in the order their transitions commit;
-		// its time from the database's clock. audit.Seal's format.
-		`CREATE OR REPLACE FUNCTION ` + fn + `(ns text, prefix bytea, result text) RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-	n bigint;
-	h bytea;
-	line bytea;
-BEGIN
-	SELECT seq, head INTO n, h FROM ` + head + ` WHERE namespace = ns FOR UPDATE;
-	IF NOT FOUND THEN
-		INSERT INTO ` + head + ` VALUES (ns, 0, decode(repeat('00', 32), 'hex')) ON CONFLICT DO NOTHING;
-		SELECT seq, head INTO n, h FROM ` + head + ` WHERE namespace = ns FOR UPDATE;
-	END IF;
-	line := prefix || convert_to(format('"seq":%s,"time":%s,"result":"%s","prev":"%s"}', n + 1,
-		(extract(epoch FROM clock_timestamp()) * 1000000)::bigint, result, encode(h, 'hex')), 'UTF8');
-	INSERT INTO ` + records + ` VALUES (ns, n + 1, line);
-	UPDATE ` + head + ` SET seq = n + 1, head = sha256(line) WHERE namespace = ns;
-	RETURN n + 1;
-END
-$$`,
+		// The head also keeps the previous head and the record's time, so
+		// that one upsert of it seals the record (see seal).
+		`ALTER TABLE ` + head + ` ADD COLUMN IF NOT EXISTS prev bytea, ADD COLUMN IF NOT EXISTS at bigint`,
 	}
-	s.appendSQL = `SELECT ` + fn + `($1, $2, $3)`
-	s.addAuditSQL = strings.Replace(s.addSQL, `SELECT (SELECT count(*) FROM added), total, mine,`,
-		`SELECT (SELECT count(*) FROM added), total, mine, (SELECT `+fn+`($1, $12, 'ok') FROM added),`, 1)
-	s.spendAuditSQL = `WITH changed AS (` + s.spendSQL + `) SELECT changed.*, ` + fn + `($1, $5, 'ok') FROM changed`
-	s.completeAuditSQL = `WITH changed AS (` + s.completeSQL + `) SELECT changed.*, ` + fn + `($1, $5, 'ok') FROM changed`
+	// seal returns the CTEs that seal and insert the record whose prefix
+	// is the parameter prefix and whose result the SQL expression result,
+	// once per row of source (none: no record): one upsert of the
+	// namespace's head row, which locks it until the commit (so records
+	// are chained in the order their transitions commit; the first one
+	// inserts it) and computes the record's seq, time (the database's
+	// clock, read once) and prev from the head as it was; then the insert
+	// of the record's line, audit.Seal's format, recomputed from them.
+	seal := func(source, prefix, result string) string {
+		line := func(seq, at, prev string) string {
+			return prefix + ` || convert_to(format('"seq":%s,"time":%s,"result":"%s","prev":"%s"}', ` +
+				seq + `, ` + at + `, ` + result + `, encode(` + prev + `, 'hex')), 'UTF8')`
+		}
+		zero := `decode(repeat('00', 32), 'hex')`
+		return `sealed AS (
+	INSERT INTO ` + head + ` AS h (namespace, seq, head, prev, at)
+	SELECT $1, 1, sha256(` + line("1", "t.at", zero) + `), ` + zero + `, t.at
+	FROM ` + source + `, (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS at) t
+	ON CONFLICT (namespace) DO UPDATE SET seq = h.seq + 1, prev = h.head, at = EXCLUDED.at,
+		head = sha256(` + line("h.seq + 1", "EXCLUDED.at", "h.head") + `)
+	RETURNING seq, prev, at
+), recorded AS (
+	INSERT INTO ` + records + ` SELECT $1, seq, ` + line("seq", "at", "prev") + ` FROM sealed
+)`
+	}
+	s.appendSQL = `WITH ` + seal(`(SELECT) one`, `$2::bytea`, `$3::text`) + ` SELECT seq FROM sealed`
+	s.addAuditSQL = strings.Replace(s.addSQL, ")\nSELECT (SELECT count(*) FROM added), total, mine,",
+		"), "+seal("added", "$12::bytea", "'ok'")+"\nSELECT (SELECT count(*) FROM added), total, mine, (SELECT seq FROM sealed),", 1)
+	s.spendAuditSQL = `WITH changed AS (` + s.spendSQL + `), ` + seal("changed", "$5::bytea", "'ok'") +
+		` SELECT changed.*, (SELECT seq FROM sealed) FROM changed`
+	s.completeAuditSQL = `WITH changed AS (` + s.completeSQL + `), ` + seal("changed", "$5::bytea", "'ok'") +
+		` SELECT changed.*, (SELECT seq FROM sealed) FROM changed`
 	s.headSQL = `SELECT seq, head FROM ` + head + ` WHERE namespace = $1`
 	s.recordsSQL = `SELECT line FROM ` + records + ` WHERE namespace = $1 AND seq >= $2 ORDER BY seq`
 	s.addCheckpointSQL = `INSERT INTO ` + cps + ` VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`
