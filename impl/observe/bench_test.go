@@ -2,10 +2,14 @@ package observe_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -15,8 +19,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger/pgledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/observe"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 )
@@ -112,18 +118,75 @@ func benchCall(cs *mcp.ClientSession, traceparent string) error {
 // Two runtime settings: library, Go's defaults, and binary, with the
 // 16 MiB heap floor cmd/mcp-confirm keeps (see its heapFloor), under which
 // the process collects a quarter as often: the call itself is cheaper
-// there, so the spans' fixed cost weighs more in the ratio. The audit
-// trail (issue 29's third part) is not in it yet.
+// there, so the spans' fixed cost weighs more in the ratio.
+//
+// "on" keeps the audit trail too: its memory ledger writes each record
+// (three per call: asked, redeemed, outcome) to a file in the test's
+// temporary directory, fsync'd before the step takes effect, as
+// --audit-file does. A fourth server, on-tmpfs, is "on" with its trail on
+// /dev/shm, where an fsync costs nothing: on-tmpfs/off is the trail's
+// own cost, on/off adds the disk's fsyncs. The postgres run (with
+// MCP_CONFIRM_POSTGRES_URL) compares a PostgreSQL ledger keeping no trail
+// (off) with one keeping it, metrics and traces on (on): the deployment
+// whose trail is shared by replicas, where the commit's fsync is paid
+// either way.
 func BenchmarkObservabilityRatio(b *testing.B) {
-	b.Run("library", func(b *testing.B) { observabilityRatio(b) })
+	b.Run("library", func(b *testing.B) { observabilityRatio(b, memoryLedgers) })
 	b.Run("binary", func(b *testing.B) {
 		floor := make([]byte, 16<<20) // as cmd/mcp-confirm's heapFloor: never written
-		observabilityRatio(b)
+		observabilityRatio(b, memoryLedgers)
 		runtime.KeepAlive(floor)
 	})
+	b.Run("postgres", func(b *testing.B) { observabilityRatio(b, postgresLedgers) })
 }
 
-func observabilityRatio(b *testing.B) {
+// ledgers returns the stores of the off, metrics, on and (if not nil)
+// on-tmpfs servers.
+type ledgers func(b *testing.B) (off, metrics, on, onTmpfs ledger.Store)
+
+// memoryLedgers: memory stores, on's and on-tmpfs's keeping their trails.
+func memoryLedgers(b *testing.B) (off, metrics, on, onTmpfs ledger.Store) {
+	trail := func(dir string) ledger.Store {
+		f, err := audit.OpenFile(filepath.Join(dir, "audit.jsonl"), audit.FileOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		return ledger.NewMemory(ledger.MemoryOptions{Audit: f})
+	}
+	on = trail(b.TempDir())
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		dir, err := os.MkdirTemp("/dev/shm", "mcp-confirm-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		onTmpfs = trail(dir)
+	}
+	return ledger.NewMemory(ledger.MemoryOptions{}), ledger.NewMemory(ledger.MemoryOptions{}), on, onTmpfs
+}
+
+// postgresLedgers: PostgreSQL stores in fresh namespaces, on's keeping
+// its trail.
+func postgresLedgers(b *testing.B) (off, metrics, on, onTmpfs ledger.Store) {
+	u := os.Getenv("MCP_CONFIRM_POSTGRES_URL")
+	if u == "" {
+		b.Skip("set MCP_CONFIRM_POSTGRES_URL to run the PostgreSQL ledgers")
+	}
+	open := func(audited bool) ledger.Store {
+		var r [8]byte
+		rand.Read(r[:])
+		s, err := pgledger.Open(context.Background(), u, pgledger.Options{Namespace: "mcp-confirm-bench:" + hex.EncodeToString(r[:]), Audit: audited})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(s.Close)
+		return s
+	}
+	return open(false), open(false), open(true), nil
+}
+
+func observabilityRatio(b *testing.B, stores ledgers) {
 	var exported atomic.Int64
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
@@ -143,14 +206,19 @@ func observabilityRatio(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	servers := []struct {
+	offStore, metricsStore, onStore, tmpfsStore := stores(b)
+	type server struct {
 		name  string
 		cs    *mcp.ClientSession
 		calls []time.Duration
-	}{
-		{name: "off", cs: benchClient(b, benchServer(b, confirm.Setup{}))},
-		{name: "metrics", cs: benchClient(b, benchServer(b, confirm.Setup{Telemetry: metrics}))},
-		{name: "on", cs: benchClient(b, benchServer(b, confirm.Setup{Telemetry: on}))},
+	}
+	servers := []server{
+		{name: "off", cs: benchClient(b, benchServer(b, confirm.Setup{Store: offStore}))},
+		{name: "metrics", cs: benchClient(b, benchServer(b, confirm.Setup{Store: metricsStore, Telemetry: metrics}))},
+		{name: "on", cs: benchClient(b, benchServer(b, confirm.Setup{Store: onStore, Telemetry: on}))},
+	}
+	if tmpfsStore != nil {
+		servers = append(servers, server{name: "on-tmpfs", cs: benchClient(b, benchServer(b, confirm.Setup{Store: tmpfsStore, Telemetry: on}))})
 	}
 	parent, _, _ := newTraceparent()
 	for range 100 { // first-use costs on no one's time
@@ -187,4 +255,7 @@ func observabilityRatio(b *testing.B) {
 	}
 	b.ReportMetric(median[2]/median[0], "on/off")
 	b.ReportMetric(median[1]/median[0], "metrics/off")
+	if len(servers) > 3 {
+		b.ReportMetric(median[3]/median[0], "on-tmpfs/off")
+	}
 }
