@@ -9,8 +9,10 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -281,5 +283,81 @@ func TestAuditVerifyRedis(t *testing.T) {
 	code, stdout, stderr = runBinary(t, env, "", "audit", "verify", "--name", name, "--audit-pub", pubFile)
 	if code != 1 || !strings.Contains(stderr, "record 2 edited") {
 		t.Fatalf("audit verify of an edited trail: %d\n%s%s", code, stdout, stderr)
+	}
+}
+
+// TestProxyAuditTrail runs a confirmed call through the proxy binary (a
+// memory ledger with --audit-file) in front of the reference server, in
+// both eras: the proxy's trail records its question exactly as the
+// client was shown it, the person's yes and the outcome, and the
+// upstream's own question as relayed (the proxy's continuation); and it
+// verifies.
+func TestProxyAuditTrail(t *testing.T) {
+	bin := binary(t)
+	root := t.TempDir()
+	policy := filepath.Join(t.TempDir(), "policy.toml")
+	if err := os.WriteFile(policy, []byte("name = \"reference\"\nask = [\"delete_file\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			trail := filepath.Join(t.TempDir(), "proxy-audit.jsonl")
+			f := filepath.Join(root, "a.txt")
+			if err := os.WriteFile(f, []byte("a"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var (
+				mu    sync.Mutex
+				asked []string
+			)
+			client := mcp.NewClient(&mcp.Implementation{Name: "proxy-audit-test", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					asked = append(asked, req.Params.Message)
+					mu.Unlock()
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+				},
+			})
+			cmd := exec.Command(bin, "proxy", "--policy", policy, "--audit-file", trail, "--", bin, "--root", root)
+			cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "delete_file", Arguments: map[string]any{"path": f}})
+			if err != nil || res.IsError {
+				t.Fatalf("delete_file through the proxy: err=%v res=%+v", err, res)
+			}
+			cs.Close()
+			b, err := os.ReadFile(trail)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := audit.Verify(audit.Lines(b), nil, audit.VerifyOptions{}); err != nil {
+				t.Fatalf("the proxy's trail does not verify: %v\n%s", err, b)
+			}
+			var questions, accepted, outcomes int
+			for line := range audit.Lines(b) {
+				r, _ := audit.Parse(line)
+				switch r.Kind() {
+				case audit.Asked:
+					mu.Lock()
+					if questions < len(asked) && r.Question != asked[questions] {
+						t.Errorf("question %d recorded as %q, shown as %q", questions+1, r.Question, asked[questions])
+					}
+					mu.Unlock()
+					questions++
+				case audit.Redeemed:
+					if r.Answer == "accept" && r.Tool == "delete_file" {
+						accepted++
+					}
+				case audit.Outcome:
+					outcomes++
+				}
+			}
+			const wantQuestions = 2 // the proxy's, then the upstream's own, relayed
+			if questions != wantQuestions || accepted != 1 || outcomes < 1 {
+				t.Errorf("the proxy's trail holds %d questions (want %d), %d yes (want 1), %d outcomes:\n%s", questions, wantQuestions, accepted, outcomes, b)
+			}
+		})
 	}
 }
