@@ -21,8 +21,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/audit"
-	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
-	"github.com/mcp-confirm/mcp-confirm/impl/ledger/redisledger"
 	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
 )
 
@@ -191,11 +189,13 @@ func mustKeySeed(t *testing.T, line string) []byte {
 	return k.Seed()
 }
 
-// TestAuditVerifyRedis runs mcp-confirm audit verify and export on a
-// redis:// ledger's trail: one a Redis store wrote under the service's
-// namespace (--name), with a checkpoint signed as the server signs them.
-// It verifies, and the export is the trail; an edit made in Redis, kept
-// canonical, is named.
+// TestAuditVerifyRedis runs the binary on a redis:// ledger, which keeps
+// the audit trail by default, with a signing key: a real go-sdk client of
+// the older era deletes a file, confirmed. At exit the server signs a
+// checkpoint into Redis. mcp-confirm audit verify then verifies the trail
+// the server's Redis scripts wrote, export writes it (asked, redeemed,
+// outcome; no bearer token or key in it), and an edit made in Redis
+// (LSET, kept canonical) is named.
 func TestAuditVerifyRedis(t *testing.T) {
 	url := os.Getenv("MCP_CONFIRM_REDIS_URL")
 	if url == "" {
@@ -217,55 +217,71 @@ func TestAuditVerifyRedis(t *testing.T) {
 			rc.Del(context.Background(), keys...)
 		}
 	})
-	s, err := redisledger.Open(ctx, url, redisledger.Options{Namespace: ns, Audit: true})
-	if err != nil {
+	dir := t.TempDir()
+	runtimeDir := filepath.Join(dir, "run")
+	if err := os.Mkdir(runtimeDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	l, err := ledger.New(s, ledger.Options{})
-	if err != nil {
+	keys := filepath.Join(dir, "keys")
+	if err := keyfile.Create(keys); err != nil {
 		t.Fatal(err)
-	}
-	call := audit.WithCall(ctx, audit.Call{Principal: "alice", Tool: "delete_file", ArgsDigest: "sha256:1f", Question: "Delete «a.txt»?", Answer: "accept"})
-	c, err := l.Issue(call, ledger.Confirmation{Tool: "delete_file", ArgsDigest: "sha256:1f", Principal: "alice"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Redeem(call, c.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Complete(call, c.ID, ledger.OutcomeDone, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Redeem(call, c.ID); !errors.Is(err, ledger.ErrDone) {
-		t.Fatalf("replay: %v", err)
 	}
 	signing, pub := audit.GenerateKey()
-	pubFile := filepath.Join(t.TempDir(), "audit.pub")
+	signingFile, pubFile := filepath.Join(dir, "audit.key"), filepath.Join(dir, "audit.pub")
+	if err := keyfile.WriteNew(signingFile, signing+"\n"); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(pubFile, []byte(pub+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	key, err := audit.ParseKey(strings.NewReader(signing))
+	env := []string{"MCP_CONFIRM_LEDGER=" + url}
+	root := t.TempDir()
+	p := startBinary(t, append(env, "XDG_RUNTIME_DIR="+runtimeDir), "--root", root, "--http", "127.0.0.1:0",
+		"--name", name, "--key-file", keys, "--audit-key", signingFile)
+	m := tokenFileLine.FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("no token file named on stderr:\n%s", p.stderr.String())
+	}
+	tb, err := os.ReadFile(m[1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := audit.SignHead(ctx, s, key, name, 0, time.Now()); !ok || err != nil {
-		t.Fatalf("SignHead: %v, %v", ok, err)
+	token := strings.TrimSpace(string(tb))
+	cs, err := connect(t, p.url, token, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
 	}
-	env := []string{"MCP_CONFIRM_LEDGER=" + url}
+	deleteConfirmed(t, cs, root)
+	cs.Close()
+	p.cmd.Process.Signal(syscall.SIGTERM) // a last checkpoint at exit
+	p.cmd.Wait()
+
 	code, stdout, stderr := runBinary(t, env, "", "audit", "verify", "--name", name, "--audit-pub", pubFile)
-	if code != 0 || !strings.Contains(stdout, "signed checkpoint at record 4: the whole trail") {
-		t.Fatalf("audit verify: %d\n%s%s", code, stdout, stderr)
+	if code != 0 || !strings.Contains(stdout, "signed checkpoint at record 3: the whole trail") {
+		t.Fatalf("audit verify: %d\n%s%s\nserver:\n%s", code, stdout, stderr, p.stderr.String())
 	}
-	var want []byte
-	for line, err := range s.Records(ctx, 1) {
+	code, exported, stderr := runBinary(t, env, "", "audit", "export", "--name", name, "--since", "2000-01-01T00:00:00Z")
+	if code != 0 {
+		t.Fatalf("audit export: %d\n%s", code, stderr)
+	}
+	var kinds []string
+	for line, err := range audit.Lines([]byte(exported)) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want = append(append(want, line...), '\n')
+		r, err := audit.Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, string(r.Kind()))
 	}
-	if code, stdout, stderr := runBinary(t, env, "", "audit", "export", "--name", name, "--since", "2000-01-01T00:00:00Z"); code != 0 || stdout != string(want) {
-		t.Fatalf("audit export: %d\n%s%s\nwant\n%s", code, stdout, stderr, want)
+	if got := strings.Join(kinds, " "); got != "asked redeemed outcome" {
+		t.Fatalf("the exported trail: %s\n%s", got, exported)
+	}
+	for what, secret := range map[string]string{"bearer token": token, "signing key": signing} {
+		if strings.Contains(exported, secret) {
+			t.Errorf("the trail holds the %s", what)
+		}
 	}
 	// An edit of the second record, made in Redis and kept canonical, is named.
 	line, err := rc.LIndex(ctx, ns+"a1:log", 1).Result()

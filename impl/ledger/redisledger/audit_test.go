@@ -222,6 +222,10 @@ func TestAuditRecordsEveryAnswer(t *testing.T) {
 		if r.Op != call.op || r.Result != string(res) || r.Seq != after || r.Sum() != head {
 			t.Errorf("%s: answered %s (op %s, record %d), recorded %s", call.name, res, call.op, after, last)
 		}
+		// The time is Redis's clock in microseconds (this machine's).
+		if d := time.Since(time.UnixMicro(r.Time)); d < -time.Minute || d > time.Minute {
+			t.Errorf("%s: recorded at %v, %v from now", call.name, time.UnixMicro(r.Time), d)
+		}
 	}
 	// Every answer the scripts can give was given (a guard on the table).
 	for _, want := range []ledger.Result{ledger.ResultOK, ledger.ResultExists, ledger.ResultFull, ledger.ResultUnknown,
