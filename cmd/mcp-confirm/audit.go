@@ -17,6 +17,8 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
+	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
+	"github.com/mcp-confirm/mcp-confirm/internal/server"
 	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
 )
 
@@ -151,7 +153,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := flag.NewFlagSet("mcp-confirm audit "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	s := sharedFlags{audit: auditFlags{every: defaultCheckpointEvery}}
-	fs.StringVar(&s.name, "name", "mcp-confirm", "the service's name (--name of the server): the trail's namespace")
+	fs.StringVar(&s.name, "name", server.DefaultName, "the service's name, the trail's namespace: the --name it runs with (the proxy's default: "+proxy.DefaultName+")")
 	fs.StringVar(&s.ledger, "ledger", "", "the ledger URL (a postgres:// ledger keeps the trail)")
 	fs.StringVar(&s.ledgerFile, "ledger-file", "", "read the ledger URL from this file")
 	fs.StringVar(&s.audit.file, "audit-file", "", "the trail file of a memory: ledger (--audit-file of the server)")

@@ -200,7 +200,9 @@ func (t *File) Records(_ context.Context, from uint64) iter.Seq2[[]byte, error] 
 
 // FileRecords yields the records of the trail file at path, from the
 // from-th line on (1: all), without opening it for writing: for verify and
-// export, while a server appends.
+// export, while a server appends. A last line without its newline is a
+// record being written (or torn by a crash, which the next OpenFile cuts
+// off): it is left out.
 func FileRecords(path string, from uint64) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
 		b, err := os.ReadFile(path)
@@ -208,6 +210,7 @@ func FileRecords(path string, from uint64) iter.Seq2[[]byte, error] {
 			yield(nil, fmt.Errorf("audit: %w", err))
 			return
 		}
+		b = b[:bytes.LastIndexByte(b, '\n')+1]
 		n := uint64(0)
 		for line, err := range Lines(b) {
 			if n++; n < from && err == nil {
