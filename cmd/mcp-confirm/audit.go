@@ -18,8 +18,8 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
-	"github.com/mcp-confirm/mcp-confirm/internal/server"
 	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
+	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
 // auditFlags are the audit trail's flags, shared by the server and the
