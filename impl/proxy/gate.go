@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/observe"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/internal/relay"
@@ -294,7 +295,11 @@ func (p *Proxy) continuation(ctx context.Context, res *mcp.CallToolResult, appro
 	// the client is shown them.
 	call, _ := audit.FromContext(ctx)
 	call.Question, call.Answer = followUp(res.InputRequests), ""
+	// A question put to the person like the proxy's own: counted and
+	// traced as an ask.
+	ctx, span := p.obs.Start(ctx, observe.Ask, approved.Tool)
 	next, err := p.ledger.Issue(audit.WithCall(ctx, call), ledger.Confirmation{Tool: approved.Tool, ArgsDigest: approved.ArgsDigest, Principal: approved.Principal, Subject: approved.Subject})
+	span.EndAsk(next, err)
 	if err != nil {
 		p.log.Error("proxy: cannot record the upstream's follow-up question", "id", approved.ID, "err", err)
 		return nil, confirm.Refuse("The upstream asked a follow-up question the proxy could not record; the call was sent once and did not finish. It will not be sent again.")

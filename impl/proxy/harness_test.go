@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/impl/observe"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
@@ -211,6 +212,7 @@ type envOptions struct {
 	quiet       bool // log nothing (benchmarks)
 	maxSessions int
 	lease       time.Duration
+	telemetry   *observe.Telemetry // nil: none
 }
 
 const testPolicy = `
@@ -243,11 +245,12 @@ func newEnv(t testing.TB, o envOptions) *env {
 	defer cancel()
 	p, err := proxy.New(ctx, proxy.Options{
 		Setup: confirm.Setup{
-			Name:   o.name,
-			Keys:   [][]byte{testKey},
-			Store:  o.store,
-			Logger: logger,
-			Lease:  o.lease,
+			Name:      o.name,
+			Keys:      [][]byte{testKey},
+			Store:     o.store,
+			Logger:    logger,
+			Lease:     o.lease,
+			Telemetry: o.telemetry,
 			Observe: func(ev ledger.Event) {
 				e.mu.Lock()
 				e.events = append(e.events, ev)

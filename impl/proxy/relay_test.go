@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/observe"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
 
@@ -102,4 +103,66 @@ func TestProxyFollowUpOnce(t *testing.T) {
 	res, err = call(followUp, answer)
 	mcptest.WantToolRefusal(t, res, err, "already used")
 	u.wantCalls(t, "color", 1)
+}
+
+// A follow-up question an upstream asks inside an approved call is put to
+// the person like the proxy's own, and counted as a question asked: two
+// questions for the call of TestProxyFollowUpOnce, each one issue in the
+// ledger; the answer to the follow-up and its refused replay ask nothing.
+func TestProxyFollowUpCounted(t *testing.T) {
+	tel, err := observe.New(observe.Options{Metrics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := newUpstream(t, eraMRTR)
+	addColor(u)
+	e := newEnv(t, envOptions{up: u, policy: `ask = ["color"]`, telemetry: tel})
+	cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
+	call := func(state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
+		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color", Arguments: map[string]any{}, InputResponses: responses, RequestState: state})
+	}
+	wantQuestions := func(when string, want float64) {
+		t.Helper()
+		if got := counterValue(t, tel, "mcp_confirm_questions_total"); got != want || e.issued() != int(want) {
+			t.Fatalf("%s: mcp_confirm_questions_total = %v and %d issued, want %v of each", when, got, e.issued(), want)
+		}
+	}
+	res, err := call("", nil)
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("first round: err=%v res=%s", err, mcptest.Describe(res))
+	}
+	wantQuestions("the proxy's question", 1)
+	res, err = call(res.RequestState, mcp.InputResponseMap{"confirm": mcptest.Yes()})
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("approved round: want the upstream's own question, got err=%v res=%s", err, mcptest.Describe(res))
+	}
+	wantQuestions("the upstream's follow-up question", 2)
+	followUp := res.RequestState
+	answer := mcp.InputResponseMap{"color": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "blue"}}}
+	res, err = call(followUp, answer)
+	wantResult(t, res, err, "painted blue")
+	res, err = call(followUp, answer)
+	mcptest.WantToolRefusal(t, res, err, "already used")
+	wantQuestions("the answer and its replay", 2)
+	u.wantCalls(t, "color", 1)
+}
+
+// counterValue returns the value of the counter name (no labels) in tel's
+// registry, or 0 if it has no sample.
+func counterValue(t *testing.T, tel *observe.Telemetry, name string) float64 {
+	t.Helper()
+	mfs, err := tel.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			var v float64
+			for _, m := range mf.GetMetric() {
+				v += m.GetCounter().GetValue()
+			}
+			return v
+		}
+	}
+	return 0
 }
