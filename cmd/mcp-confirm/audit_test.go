@@ -30,8 +30,9 @@ import (
 // hand, so that the test holds the sealed requestState — and searches the
 // trail and its checkpoints for the sealed state, the token and the key
 // bytes (raw, hex, base64): none is there. The trail holds the questions
-// and answers, and mcp-confirm audit verify verifies it against the
-// checkpoint signed at exit; a copy with one record edited does not.
+// and answers, a periodic checkpoint signs its head while the server
+// runs (and is logged), and mcp-confirm audit verify verifies it; a copy
+// with one record edited does not.
 func TestAuditNoSecrets(t *testing.T) {
 	dir := t.TempDir()
 	runtimeDir := filepath.Join(dir, "run")
@@ -57,7 +58,7 @@ func TestAuditNoSecrets(t *testing.T) {
 	trail := filepath.Join(dir, "audit.jsonl")
 	root := t.TempDir()
 	p := startBinary(t, []string{"XDG_RUNTIME_DIR=" + runtimeDir}, "--root", root, "--http", "127.0.0.1:0",
-		"--key-file", keys, "--audit-file", trail, "--audit-key", signingFile)
+		"--key-file", keys, "--audit-file", trail, "--audit-key", signingFile, "--audit-checkpoint-every", "200ms")
 	m := tokenFileLine.FindStringSubmatch(p.stderr.String())
 	if m == nil {
 		t.Fatalf("no token file named on stderr:\n%s", p.stderr.String())
@@ -108,7 +109,18 @@ func TestAuditNoSecrets(t *testing.T) {
 	}
 	deleteConfirmed(t, old, root)
 
-	p.cmd.Process.Signal(syscall.SIGTERM) // a last checkpoint at exit
+	// A periodic checkpoint signs the head while the server runs, and is
+	// logged.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		cps, err := audit.ReadCheckpoints(audit.CheckpointPath(trail))
+		if err == nil && len(cps) > 0 && cps[len(cps)-1].Seq == 7 && strings.Contains(p.stderr.String(), "audit: checkpoint") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no periodic checkpoint of record 7: %v %v\n%s", cps, err, p.stderr.String())
+		}
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.cmd.Wait()
 	records, err := os.ReadFile(trail)
 	if err != nil {
@@ -116,7 +128,7 @@ func TestAuditNoSecrets(t *testing.T) {
 	}
 	cps, err := os.ReadFile(audit.CheckpointPath(trail))
 	if err != nil {
-		t.Fatalf("no checkpoint written at exit: %v\n%s", err, p.stderr.String())
+		t.Fatalf("no checkpoint: %v\n%s", err, p.stderr.String())
 	}
 	all := append(records, cps...)
 	secrets := map[string]string{"sealed requestState": state, "bearer token": token, "audit signing key line": signing}
