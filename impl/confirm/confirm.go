@@ -289,7 +289,8 @@ func (f *Flow) ask(ctx context.Context, req *mcp.CallToolRequest, b requeststate
 		}
 		return refusal("The confirmation ledger is unavailable, so the action was refused. Nothing was done."), nil
 	}
-	// The audit record of what was asked: the ledger keeps only bindings.
+	// Logged too: the ledger keeps only bindings, and a store may keep no
+	// audit trail.
 	f.log.Info("confirm: asked", "id", c.ID, "tool", b.Target, "approval", a.Mode, "question", q.Message)
 	// A call that ends in an error never delivered this question, or lost
 	// the answer: in the older era go-sdk's shim asks in-process and, when

@@ -47,6 +47,18 @@
 // before out-of-band approval sharing a store refuses a confirmation that
 // needs it rather than redeem it (see each store's package doc).
 //
+// # Audit trail
+//
+// Each store can keep a tamper-evident trail of what it did (package
+// audit): [MemoryOptions.Audit] (a JSONL file), pgledger's and
+// redisledger's Options.Audit. Such a store writes one record per Add,
+// Spend, Decide and Complete (and per refusal [audit.Recorded] keeps) in
+// the same atomic step as the transition, so that neither exists without
+// the other; [AuditIssue], [AuditSpend], [AuditDecide] and [AuditComplete]
+// build the records' caller-known part, from the call's [audit.Call].
+// The Store interface does not change: a store without a trail writes
+// none.
+//
 // The MCP specification (2026-07-28, multi round-trip requests) says binding a
 // requestState to principal, TTL and request does not make it single-use, and
 // that servers needing at-most-once must enforce it themselves: this package
@@ -196,8 +208,10 @@ func (s State) String() string {
 // what it binds and compares it after redemption.
 //
 // The question's wording is not kept: the ledger holds what the caller must
-// compare before acting, and forgets it at expiry plus grace, so it is no
-// audit record (log the question where it is asked, as impl/confirm does).
+// compare before acting, and forgets it at expiry plus grace. The audit
+// trail keeps it (package audit): a store that keeps one records the
+// question of each Add from the [audit.Call] the caller puts in its
+// context, and never forgets it.
 // Keeping only the bindings keeps a pending confirmation small.
 type Confirmation struct {
 	ID         ID
