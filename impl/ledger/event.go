@@ -106,6 +106,17 @@ type Event struct {
 	Approver string `json:"approver,omitzero"`
 	// Decision is, on a Decide, "approve" or "decline".
 	Decision string `json:"decision,omitzero"`
+	// Expires is, on an Issue, the confirmation's expiry: the issuing
+	// ledger's clock plus its TTL, which is the time the specification's
+	// Issue happens at (Time is the store's clock at its step).
+	Expires time.Time `json:"expires,omitzero"`
+	// Seq is, from a shared store (redisledger, pgledger), a number the
+	// store drew inside the step that took effect, increasing in the
+	// order the steps on one confirmation took effect: such a store
+	// reports its events after the step, in whatever order the calls
+	// return, so a trace is put in order by Time, then Seq. Zero from a
+	// store that reports under its lock (Memory).
+	Seq uint64 `json:"seq,omitzero"`
 }
 
 // MarshalText encodes the kind as done, failed or unknown.
@@ -153,8 +164,14 @@ func NDJSON(w io.Writer) func(Event) {
 	}
 }
 
-// spendEvent is the event of a Redeem or Cancel that returned r, err.
-func spendEvent(t time.Time, a Action, id ID, r Record, err error) Event {
+// SpendEvent is the event of a [Store.Spend] of id into state to
+// (Acting: a Redeem; Cancelled: a Cancel) that returned r and err, at
+// time t.
+func SpendEvent(t time.Time, to State, id ID, r Record, err error) Event {
+	a := ActionRedeem
+	if to == Cancelled {
+		a = ActionCancel
+	}
 	e := Event{Time: t, Action: a, ID: id, Result: ResultOf(err)}
 	if e.Result == ResultDone {
 		e.Outcome = r.Outcome.Kind
@@ -162,20 +179,28 @@ func spendEvent(t time.Time, a Action, id ID, r Record, err error) Event {
 	return e
 }
 
-// issueEvent is the event of an Issue of c that returned err.
-func issueEvent(t time.Time, c Confirmation, err error) Event {
-	e := Event{Time: t, Action: ActionIssue, ID: c.ID, Result: ResultOf(err)}
+// IssueEvent is the event of a [Store.Add] of c (as an Issue) that
+// returned err, at time t.
+func IssueEvent(t time.Time, c Confirmation, err error) Event {
+	e := Event{Time: t, Action: ActionIssue, ID: c.ID, Result: ResultOf(err), Expires: c.Expires}
 	if c.Approval != nil {
 		e.Approvals, e.Requester = c.Approval.Required, c.Approval.Requester
 	}
 	return e
 }
 
-// decideEvent is the event of a Decide of id by approver that returned err.
-func decideEvent(t time.Time, id ID, approver string, approve bool, err error) Event {
+// DecideEvent is the event of a [Store.Decide] of id by approver that
+// returned err, at time t.
+func DecideEvent(t time.Time, id ID, approver string, approve bool, err error) Event {
 	e := Event{Time: t, Action: ActionDecide, ID: id, Result: ResultOf(err), Approver: approver, Decision: "decline"}
 	if approve {
 		e.Decision = "approve"
 	}
 	return e
+}
+
+// CompleteEvent is the event of a [Store.Complete] of id, recording an
+// outcome of kind k, that returned err, at time t.
+func CompleteEvent(t time.Time, id ID, k OutcomeKind, err error) Event {
+	return Event{Time: t, Action: ActionComplete, ID: id, Result: ResultOf(err), Outcome: k}
 }

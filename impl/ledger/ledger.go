@@ -455,7 +455,7 @@ func (l *Ledger) Issue(ctx context.Context, c Confirmation) (Confirmation, error
 	c.Approval = c.Approval.clone() // the caller's slices stay the caller's
 	err = l.store.Add(ctx, c)
 	if l.observe != nil {
-		l.observe(issueEvent(l.now(), c, err))
+		l.observe(IssueEvent(l.now(), c, err))
 	}
 	if err != nil {
 		return Confirmation{}, fmt.Errorf("ledger: issue: %w", err)
@@ -495,7 +495,7 @@ func (l *Ledger) newID(principal string) (ID, error) {
 func (l *Ledger) Redeem(ctx context.Context, id ID) (Record, error) {
 	r, err := l.store.Spend(ctx, id, Acting, l.lease)
 	if l.observe != nil {
-		l.observe(spendEvent(l.now(), ActionRedeem, id, r, err))
+		l.observe(SpendEvent(l.now(), Acting, id, r, err))
 	}
 	if err != nil {
 		return r, fmt.Errorf("ledger: redeem %s: %w", id, err)
@@ -508,7 +508,7 @@ func (l *Ledger) Redeem(ctx context.Context, id ID) (Record, error) {
 func (l *Ledger) Cancel(ctx context.Context, id ID) (Confirmation, error) {
 	r, err := l.store.Spend(ctx, id, Cancelled, 0)
 	if l.observe != nil {
-		l.observe(spendEvent(l.now(), ActionCancel, id, r, err))
+		l.observe(SpendEvent(l.now(), Cancelled, id, r, err))
 	}
 	if err != nil {
 		return Confirmation{}, fmt.Errorf("ledger: cancel %s: %w", id, err)
@@ -530,7 +530,7 @@ func (l *Ledger) Decide(ctx context.Context, id ID, p Approver, approve bool) (R
 	}
 	r, err := l.store.Decide(ctx, id, p, approve)
 	if l.observe != nil {
-		l.observe(decideEvent(l.now(), id, p.ID, approve, err))
+		l.observe(DecideEvent(l.now(), id, p.ID, approve, err))
 	}
 	if err != nil {
 		return r, fmt.Errorf("ledger: decide %s: %w", id, err)
@@ -562,7 +562,9 @@ func (l *Ledger) Complete(ctx context.Context, id ID, kind OutcomeKind, result [
 		return fmt.Errorf("ledger: complete %s: invalid outcome %v", id, kind)
 	}
 	err := l.store.Complete(ctx, id, l.bound(kind, result))
-	l.emit(ActionComplete, id, err, kind)
+	if l.observe != nil {
+		l.observe(CompleteEvent(l.now(), id, kind, err))
+	}
 	if err != nil {
 		return fmt.Errorf("ledger: complete %s: %w", id, err)
 	}
@@ -580,11 +582,4 @@ func (l *Ledger) bound(kind OutcomeKind, result []byte) Outcome {
 		o.SHA256 = sha256.Sum256(result)
 	}
 	return o
-}
-
-func (l *Ledger) emit(a Action, id ID, err error, o OutcomeKind) {
-	if l.observe == nil {
-		return
-	}
-	l.observe(Event{Time: l.now(), Action: a, ID: id, Result: ResultOf(err), Outcome: o})
 }

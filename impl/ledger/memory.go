@@ -321,7 +321,7 @@ func (m *Memory) Add(ctx context.Context, c Confirmation) (err error) {
 	if m.observe != nil {
 		m.order.Lock()
 		defer m.order.Unlock()
-		defer func() { m.observe(ctx, issueEvent(now, c, err)) }()
+		defer func() { m.observe(ctx, IssueEvent(now, c, err)) }()
 	}
 	// Read once any lock is held, so that events come in the order of
 	// their times. (The shard's lock comes later: an Add's answer does not
@@ -438,11 +438,7 @@ func (m *Memory) Spend(ctx context.Context, id ID, to State, lease time.Duration
 	if m.observe != nil {
 		m.order.Lock()
 		defer m.order.Unlock()
-		action := ActionRedeem
-		if to == Cancelled {
-			action = ActionCancel
-		}
-		defer func() { m.observe(ctx, spendEvent(now, action, id, r, err)) }()
+		defer func() { m.observe(ctx, SpendEvent(now, to, id, r, err)) }()
 	}
 	var rec audit.Record
 	if m.audit != nil {
@@ -553,7 +549,7 @@ func (m *Memory) Decide(ctx context.Context, id ID, p Approver, approve bool) (r
 	if m.observe != nil {
 		m.order.Lock()
 		defer m.order.Unlock()
-		defer func() { m.observe(ctx, decideEvent(now, id, p.ID, approve, err)) }()
+		defer func() { m.observe(ctx, DecideEvent(now, id, p.ID, approve, err)) }()
 	}
 	var rec audit.Record
 	if m.audit != nil {
@@ -620,7 +616,7 @@ func (m *Memory) Complete(ctx context.Context, id ID, o Outcome) (err error) {
 		m.order.Lock()
 		defer m.order.Unlock()
 		defer func() {
-			m.observe(ctx, Event{Time: now, Action: ActionComplete, ID: id, Result: ResultOf(err), Outcome: o.Kind})
+			m.observe(ctx, CompleteEvent(now, id, o.Kind, err))
 		}()
 	}
 	var rec audit.Record

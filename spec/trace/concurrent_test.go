@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,7 +41,8 @@ var concurrentStart = time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 // workers race on them) and older ones, and ids never issued. A worker that
 // redeems a confirmation completes it, through the same replica, at once,
 // in a later operation (its lease may have ended by then), or never (a
-// crash). One operation in ten is instead a scenario (see scenario), its
+// crash). One operation in ten is instead a scenario (see scenario; the
+// stories in turn, across the workers), its
 // steps interleaved with the other workers', so that every answer occurs in
 // every run.
 func recordConcurrent(t *testing.T, deployment string, seed uint64, workers, ops int) []byte {
@@ -87,8 +89,16 @@ func recordConcurrent(t *testing.T, deployment string, seed uint64, workers, ops
 		}
 		ledgers[r] = l
 	}
+	drive(ledgers, seed, workers, ops, step, advance, clock, tick)
+	return out.Bytes()
+}
 
+// drive runs the workload of recordConcurrent on ledgers, one per replica,
+// from workers goroutines, ops operations each: step runs one operation,
+// advance moves the clock (by d, or one tick), now reads it.
+func drive(ledgers map[string]*ledger.Ledger, seed uint64, workers, ops int, step func(func()), advance func(time.Duration), now func() time.Time, tick time.Duration) {
 	var idsMu sync.Mutex
+	var stories atomic.Int64
 	var issued []ledger.ID
 	var wg sync.WaitGroup
 	startLine := make(chan struct{})
@@ -109,7 +119,8 @@ func recordConcurrent(t *testing.T, deployment string, seed uint64, workers, ops
 				}
 				r := replicas[rng.IntN(len(replicas))]
 				if p < 14 {
-					scenario(rng, ledgers[r], on(r), step, advance, clock)
+					// In turn, so that every run plays every story.
+					scenario(rng, int(stories.Add(1)-1)%8, ledgers[r], on(r), step, advance, now)
 					continue
 				}
 				ctx := on(r)
@@ -160,7 +171,6 @@ func recordConcurrent(t *testing.T, deployment string, seed uint64, workers, ops
 	}
 	close(startLine)
 	wg.Wait()
-	return out.Bytes()
 }
 
 // concurrentOutcomes are the events every concurrent trace must contain,
@@ -208,22 +218,39 @@ func TestConcurrentTracesAreBehaviours(t *testing.T) {
 	}
 }
 
-// The committed trace: recorded from a concurrent run of the shared
-// deployment and checked by TLC, whose output is committed beside it with
-// the SHA-256 of every file the check read.
-const (
-	committedTrace = "testdata/concurrent-shared.ndjson"
-	committedOut   = "testdata/concurrent-shared.out"
-	committedSums  = "testdata/concurrent-shared.sha256"
-)
+// A committedTrace is a trace recorded from a concurrent run and checked
+// by TLC, whose output is committed beside it with the SHA-256 of every
+// file the check read: testdata/NAME.ndjson, .out and .sha256.
+type committedTrace struct {
+	name   string
+	tm     timing
+	start  func([]event) time.Time
+	record func(*testing.T) []byte
+}
 
-// checkedFiles are the files whose content the committed TLC output speaks
+// committedTraces are the committed traces: of the memory store shared by
+// two replicas, and of the Redis and PostgreSQL stores, two replicas each
+// with its own client.
+var committedTraces = []committedTrace{
+	{"concurrent-shared", simulated, func([]event) time.Time { return concurrentStart },
+		func(t *testing.T) []byte { return recordConcurrent(t, "shared", 11, 8, 40) }},
+	{"redis-shared", storeTimings["redis"], func(evs []event) time.Time { return traceStart(evs, storeTimings["redis"]) },
+		func(t *testing.T) []byte { return recordStore(t, "redis", 11, 8, 40) }},
+	{"postgres-shared", storeTimings["postgres"], func(evs []event) time.Time { return traceStart(evs, storeTimings["postgres"]) },
+		func(t *testing.T) []byte { return recordStore(t, "postgres", 11, 8, 40) }},
+}
+
+func (c committedTrace) file(ext string) string { return filepath.Join("testdata", c.name+ext) }
+
+// checkedFiles are the files whose content c's committed TLC output speaks
 // for, relative to this package.
-var checkedFiles = []string{"../Ledger.tla", "../TraceLedger.tla", committedTrace, committedOut}
+func (c committedTrace) checkedFiles() []string {
+	return []string{"../Ledger.tla", "../TraceLedger.tla", c.file(".ndjson"), c.file(".out")}
+}
 
-func sums() (string, error) {
+func (c committedTrace) sums() (string, error) {
 	var b strings.Builder
-	for _, f := range checkedFiles {
+	for _, f := range c.checkedFiles() {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return "", err
@@ -233,40 +260,44 @@ func sums() (string, error) {
 	return b.String(), nil
 }
 
-// TestCommittedTraceWasChecked always runs (CI has no TLC): the committed
+// TestCommittedTraceWasChecked always runs (CI has no TLC): each committed
 // trace and TLC's committed verdict on it must still match the spec that
 // verdict was reached on, byte for byte, the verdict must be acceptance,
 // and the trace must contain every outcome a concurrent trace must.
 func TestCommittedTraceWasChecked(t *testing.T) {
-	want, err := os.ReadFile(committedSums)
-	if err != nil {
-		t.Fatalf("%v\nrecord and check one with: MCP_CONFIRM_RECORD_TRACE=1 TLA2TOOLS_JAR=... go test ./spec/trace -run TestRecordCommittedTrace", err)
+	for _, c := range committedTraces {
+		t.Run(c.name, func(t *testing.T) {
+			want, err := os.ReadFile(c.file(".sha256"))
+			if err != nil {
+				t.Fatalf("%v\nrecord and check one with: MCP_CONFIRM_RECORD_TRACE=1 TLA2TOOLS_JAR=... go test ./spec/trace -run TestRecordCommittedTrace/%s", err, c.name)
+			}
+			got, err := c.sums()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Fatalf("the spec, the trace or TLC's output changed since TLC checked the committed trace:\nnow:\n%s\nchecked:\n%s\nre-check with: MCP_CONFIRM_RECORD_TRACE=1 TLA2TOOLS_JAR=... go test ./spec/trace -run TestRecordCommittedTrace/%s", got, want, c.name)
+			}
+			out, err := os.ReadFile(c.file(".out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(out), accepted) {
+				t.Fatalf("the committed TLC output does not accept the trace (no %q)", accepted)
+			}
+			ndjson, evs := c.read(t)
+			if missing := missingOutcomes(evs); len(missing) > 0 {
+				t.Errorf("the committed trace has no %q: record one that does", missing)
+			}
+			t.Logf("committed trace: %d events, accepted by TLC (sha256 %s…)", len(evs), hex.EncodeToString(func() []byte { s := sha256.Sum256(ndjson); return s[:6] }()))
+		})
 	}
-	got, err := sums()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Fatalf("the spec, the trace or TLC's output changed since TLC checked the committed trace:\nnow:\n%s\nchecked:\n%s\nre-check with: MCP_CONFIRM_RECORD_TRACE=1 TLA2TOOLS_JAR=... go test ./spec/trace -run TestRecordCommittedTrace", got, want)
-	}
-	out, err := os.ReadFile(committedOut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(out), accepted) {
-		t.Fatalf("the committed TLC output does not accept the trace (no %q)", accepted)
-	}
-	ndjson, evs := readCommitted(t)
-	if missing := missingOutcomes(evs); len(missing) > 0 {
-		t.Errorf("the committed trace has no %q: record one that does", missing)
-	}
-	t.Logf("committed trace: %d events, accepted by TLC (sha256 %s…)", len(evs), hex.EncodeToString(func() []byte { s := sha256.Sum256(ndjson); return s[:6] }()))
 }
 
-// readCommitted reads and parses the committed trace.
-func readCommitted(t *testing.T) ([]byte, []event) {
+// read reads and parses the committed trace.
+func (c committedTrace) read(t *testing.T) ([]byte, []event) {
 	t.Helper()
-	ndjson, err := os.ReadFile(committedTrace)
+	ndjson, err := os.ReadFile(c.file(".ndjson"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,33 +308,37 @@ func readCommitted(t *testing.T) ([]byte, []event) {
 	return ndjson, evs
 }
 
-// TestRecordCommittedTrace re-checks the committed trace with TLC, and with
-// MCP_CONFIRM_RECORD_TRACE=1 records a new one first, then rewrites the
-// committed output and sums.
+// TestRecordCommittedTrace re-checks each committed trace with TLC, and
+// with MCP_CONFIRM_RECORD_TRACE=1 records a new one first (the stores'
+// need their servers), then rewrites the committed output and sums.
 func TestRecordCommittedTrace(t *testing.T) {
 	jar := tlcJar(t)
-	if os.Getenv("MCP_CONFIRM_RECORD_TRACE") == "1" {
-		if err := os.WriteFile(committedTrace, recordConcurrent(t, "shared", 11, 8, 40), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	for _, c := range committedTraces {
+		t.Run(c.name, func(t *testing.T) {
+			if os.Getenv("MCP_CONFIRM_RECORD_TRACE") == "1" {
+				if err := os.WriteFile(c.file(".ndjson"), c.record(t), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, evs := c.read(t)
+			ok, out := checkTimed(t, jar, evs, c.start(evs), "shared", c.tm)
+			if !ok {
+				t.Fatalf("TLC rejects the committed trace:\n%s", out)
+			}
+			if os.Getenv("MCP_CONFIRM_RECORD_TRACE") != "1" {
+				return
+			}
+			if err := os.WriteFile(c.file(".out"), out, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := c.sums()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(c.file(".sha256"), []byte(s), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("recorded and checked %d events", len(evs))
+		})
 	}
-	_, evs := readCommitted(t)
-	ok, out := check(t, jar, evs, concurrentStart, "shared")
-	if !ok {
-		t.Fatalf("TLC rejects the committed trace:\n%s", out)
-	}
-	if os.Getenv("MCP_CONFIRM_RECORD_TRACE") != "1" {
-		return
-	}
-	if err := os.WriteFile(committedOut, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := sums()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(committedSums, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("recorded and checked %d events", len(evs))
 }

@@ -35,7 +35,7 @@ func (s *Store) refusal(ctx context.Context, id ledger.ID, applies func(row) boo
 	*r = row{}
 	var b pgx.Batch
 	b.Queue(s.rowLockSQL, s.rowLockKey+id.String())
-	b.Queue(s.readSQL, s.ns, id[:]).QueryRow(func(src pgx.Row) error { return r.scan(id, src) })
+	b.Queue(s.readSQL, s.ns, id[:], s.traceSeq).QueryRow(func(src pgx.Row) error { return r.scan(id, src) })
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return false, err
 	}

@@ -20,7 +20,9 @@
 //	WHERE ... AND state = 'acting' AND lease_until > clock_timestamp()
 //
 // and, if it changed nothing, read the row (again under the lock, in a
-// second round trip) to answer. The lock is held until the commit,
+// second round trip) to answer. Each statement reads the clock once and
+// decides on that one reading (the sketches above read it twice for
+// brevity). The lock is held until the commit,
 // so every call on one confirmation, from any replica, decides alone, on
 // the database's clock read while it holds the lock: of any number of
 // concurrent Spend calls for one id, at most one succeeds, and every other
@@ -221,6 +223,17 @@ type Options struct {
 	// transition (see "The audit trail" in the package doc), and the
 	// Store is then an [audit.Trail].
 	Audit bool
+	// Observe, if set, is called after every Add (as Issue), Spend (as
+	// Redeem or Cancel), Complete and Decide with its event, for trace
+	// validation (spec/trace): made from what the call's last statement
+	// read and wrote under the confirmation's lock, timed by the
+	// database's clock that statement decided on, and numbered
+	// ([ledger.Event.Seq]) by a sequence, Table+"_trace" (which Migrate
+	// creates), drawn in the same statement -- so that the events, which
+	// arrive in the order the calls return, can be put in the order they
+	// took effect. It costs one nextval per call. ctx is the call's;
+	// Observe must be safe for concurrent use and fast.
+	Observe func(ctx context.Context, e ledger.Event)
 }
 
 // Defaults of [Options].
@@ -264,6 +277,12 @@ type Store struct {
 	// confirmations awaiting approval.
 	approvalsSQL, approvalsMigrationSQL, awaitingIndexSQL string
 	lockSQL, decideReadSQL, decideSQL                     string
+	// observe is Options.Observe; traceSeq the name of its sequence
+	// (nil, SQL's NULL, which nextval takes for no number, when unset),
+	// and traceSeqSQL the statement that creates it.
+	observe     func(context.Context, ledger.Event)
+	traceSeq    any
+	traceSeqSQL string
 
 	audit                                                   bool
 	auditCreateSQL                                          []string
@@ -315,6 +334,7 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		grace:      opts.Grace,
 		sweepEvery: opts.SweepEvery,
 		now:        opts.Now,
+		observe:    opts.Observe,
 	}
 	if s.grace == 0 {
 		s.grace = ledger.DefaultGrace
@@ -332,6 +352,10 @@ func New(pool *pgxpool.Pool, opts Options) (*Store, error) {
 		s.maxPer = ledger.DefaultMaxPendingPerPrincipal
 	}
 	t, index := s.table, pgx.Identifier{opts.Table + "_expiry"}.Sanitize()
+	if s.observe != nil {
+		seq := pgx.Identifier{opts.Table + "_trace"}.Sanitize()
+		s.traceSeq, s.traceSeqSQL = seq, `CREATE SEQUENCE IF NOT EXISTS `+seq
+	}
 	stateCheck := pgx.Identifier{opts.Table + "_state_check"}.Sanitize()
 	pendingIndex := pgx.Identifier{opts.Table + "_pending"}.Sanitize()
 	principalIndex := pgx.Identifier{opts.Table + "_principal"}.Sanitize()
@@ -409,7 +433,8 @@ WHERE attrelid = to_regclass($1) AND attname = 'shown' AND NOT attisdropped)`
 	ON CONFLICT DO NOTHING RETURNING 1
 )
 SELECT (SELECT count(*) FROM added), total, mine,
-	EXISTS (SELECT FROM ` + t + ` WHERE namespace = $1 AND id = $2)
+	EXISTS (SELECT FROM ` + t + ` WHERE namespace = $1 AND id = $2),
+	clock_timestamp(), nextval($12::text::regclass)
 FROM counts`
 	// Spend and Complete: rowLockSQL and spendSQL or completeSQL in one
 	// transaction; if that changed nothing, rowLockSQL and readSQL in
@@ -422,19 +447,27 @@ FROM counts`
 	// its last approval makes it 'pending': it may be cancelled, never
 	// redeemed. (A replica of an earlier version knows no 'awaiting', and
 	// refuses such a row as corrupt.)
-	s.spendSQL = `UPDATE ` + t + ` SET state = $3,
-	lease_until = CASE WHEN $3 = 'acting' THEN clock_timestamp() + $4::bigint * interval '1 microsecond' END
+	//
+	// Each reads the clock once (clockCTE: c.now, after the lock),
+	// decides on that one reading, and returns it with a number from
+	// the trace sequence (Options.Observe; NULL without).
+	s.spendSQL = clockCTE(5) + `UPDATE ` + t + ` SET state = $3,
+	lease_until = CASE WHEN $3 = 'acting' THEN c.now + $4::bigint * interval '1 microsecond' END
+FROM c
 WHERE namespace = $1 AND id = $2 AND (state = 'pending' OR state = 'awaiting' AND $3 = 'cancelled')
-	AND expires_at > clock_timestamp()
+	AND expires_at > c.now
 RETURNING ` + rowColumns
-	s.completeSQL = `UPDATE ` + t + ` SET state = $3, outcome = $4
-WHERE namespace = $1 AND id = $2 AND state = 'acting' AND lease_until > clock_timestamp()
+	s.completeSQL = clockCTE(5) + `UPDATE ` + t + ` SET state = $3, outcome = $4
+FROM c
+WHERE namespace = $1 AND id = $2 AND state = 'acting' AND lease_until > c.now
 RETURNING ` + rowColumns
-	s.readSQL = `SELECT ` + rowColumns + ` FROM ` + t + ` WHERE namespace = $1 AND id = $2`
+	// One row, found or not: the answer "unknown" is decided on a
+	// clock reading too.
+	s.readSQL = clockCTE(3) + `SELECT ` + rowColumns + ` FROM c LEFT JOIN ` + t + ` ON namespace = $1 AND id = $2`
 	// Decide: one transaction that takes the row's lock, reads the row
 	// and the clock, and writes what ledger.Record.Decide made of them.
 	s.lockSQL = s.rowLockSQL
-	s.decideReadSQL = `SELECT ` + rowColumns + `, clock_timestamp() FROM ` + t + ` WHERE namespace = $1 AND id = $2`
+	s.decideReadSQL = s.readSQL
 	s.decideSQL = `UPDATE ` + t + ` SET state = $3, decisions = $4 WHERE namespace = $1 AND id = $2`
 	// A row is forgotten once both its expiry and its lease's end are
 	// past grace; the expiry index finds the candidates.
@@ -501,10 +534,12 @@ func (s *Store) auditSQL(table string) {
 	}
 	s.appendSQL = `WITH ` + seal(`(SELECT) one`, `$2::bytea`, `$3::text`) + ` SELECT seq FROM sealed`
 	s.addAuditSQL = strings.Replace(s.addSQL, ")\nSELECT (SELECT count(*) FROM added), total, mine,",
-		"), "+seal("added", "$12::bytea", "'ok'")+"\nSELECT (SELECT count(*) FROM added), total, mine, (SELECT seq FROM sealed),", 1)
-	s.spendAuditSQL = `WITH changed AS (` + s.spendSQL + `), ` + seal("changed", "$5::bytea", "'ok'") +
+		"), "+seal("added", "$13::bytea", "'ok'")+"\nSELECT (SELECT count(*) FROM added), total, mine, (SELECT seq FROM sealed),", 1)
+	// The clock's CTE stays at the top level, where a data-modifying
+	// one must be: WITH c AS (...), changed AS (UPDATE ...), sealed ...
+	s.spendAuditSQL = strings.Replace(s.spendSQL, "\n", ", changed AS (\n", 1) + `), ` + seal("changed", "$6::bytea", "'ok'") +
 		` SELECT changed.*, (SELECT seq FROM sealed) FROM changed`
-	s.completeAuditSQL = `WITH changed AS (` + s.completeSQL + `), ` + seal("changed", "$5::bytea", "'ok'") +
+	s.completeAuditSQL = strings.Replace(s.completeSQL, "\n", ", changed AS (\n", 1) + `), ` + seal("changed", "$6::bytea", "'ok'") +
 		` SELECT changed.*, (SELECT seq FROM sealed) FROM changed`
 	s.headSQL = `SELECT seq, head FROM ` + head + ` WHERE namespace = $1`
 	s.recordsSQL = `SELECT line FROM ` + records + ` WHERE namespace = $1 AND seq >= $2 ORDER BY seq`
@@ -593,7 +628,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.lockKey); err != nil {
 		return fmt.Errorf("pgledger: migrate: lock: %w", err)
 	}
-	for _, sql := range append([]string{s.createSQL, s.indexSQL, s.pendingIndexSQL, s.principalIndexSQL, s.awaitingIndexSQL}, s.auditCreateSQL...) {
+	for _, sql := range append([]string{s.createSQL, s.indexSQL, s.pendingIndexSQL, s.principalIndexSQL, s.awaitingIndexSQL, s.traceSeqSQL}, s.auditCreateSQL...) {
+		if sql == "" {
+			continue // no trace sequence: not observed
+		}
 		if _, err := tx.Exec(ctx, sql); err != nil {
 			return fmt.Errorf("pgledger: migrate: %w", err)
 		}
@@ -665,13 +703,23 @@ var errClosed = errors.New("pgledger: store closed")
 // Add implements [ledger.Store]. At most once per SweepEvery it first
 // sweeps; a failed sweep is not reported (the insert reports a database
 // that went away).
-func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
+func (s *Store) Add(ctx context.Context, c ledger.Confirmation) (err error) {
 	if s.closed.Load() {
 		return errClosed
 	}
 	approval, err := encodeApproval(c.Approval)
 	if err != nil {
 		return fmt.Errorf("pgledger: add %s: %w", c.ID, err)
+	}
+	var st row // the stamp: now and seq
+	var tseq *int64
+	if s.observe != nil {
+		defer func() {
+			if tseq != nil {
+				st.seq = uint64(*tseq)
+			}
+			s.observe(ctx, st.event(ledger.IssueEvent(st.now, c, err)))
+		}()
 	}
 	now := s.now().UnixNano()
 	if last := s.lastSweep.Load(); now-last >= int64(s.sweepEvery) && s.lastSweep.CompareAndSwap(last, now) {
@@ -688,13 +736,13 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 	if s.audit {
 		var seq *int64
 		b.Queue(s.addAuditSQL, s.ns, c.ID[:], []byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject),
-			at, ns, s.maxPending, s.maxPer, approval, ledger.AuditIssue(ctx, c).Prefix()).QueryRow(func(r pgx.Row) error {
-			return r.Scan(&added, &total, &mine, &seq, &existed)
+			at, ns, s.maxPending, s.maxPer, approval, s.traceSeq, ledger.AuditIssue(ctx, c).Prefix()).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&added, &total, &mine, &seq, &existed, &st.now, &tseq)
 		})
 	} else {
 		b.Queue(s.addSQL, s.ns, c.ID[:], []byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject),
-			at, ns, s.maxPending, s.maxPer, approval).QueryRow(func(r pgx.Row) error {
-			return r.Scan(&added, &total, &mine, &existed)
+			at, ns, s.maxPending, s.maxPer, approval, s.traceSeq).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&added, &total, &mine, &existed, &st.now, &tseq)
 		})
 	}
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
@@ -716,7 +764,7 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 }
 
 // Spend implements [ledger.Store].
-func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (ledger.Record, error) {
+func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration) (rec ledger.Record, err error) {
 	target := "cancelled"
 	switch {
 	case to == ledger.Acting && lease > 0:
@@ -738,7 +786,12 @@ func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 	if s.audit {
 		a = &audited{rec: ledger.AuditSpend(ctx, id, to), refusal: func(r row) error { _, err := r.answer(); return err }}
 	}
-	spent, r, err := s.decide(ctx, id, applies, a, s.spendSQL, target, micros)
+	var r row
+	if s.observe != nil {
+		defer func() { s.observe(ctx, r.event(ledger.SpendEvent(r.now, to, id, rec, err))) }()
+	}
+	var spent bool
+	spent, r, err = s.decide(ctx, id, applies, a, s.spendSQL, target, micros, s.traceSeq)
 	switch {
 	case err != nil:
 		return ledger.Record{}, fmt.Errorf("pgledger: spend %s: %w", id, err)
@@ -749,7 +802,7 @@ func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 }
 
 // Complete implements [ledger.Store].
-func (s *Store) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) error {
+func (s *Store) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) (err error) {
 	b, err := o.MarshalBinary()
 	if err != nil {
 		return fmt.Errorf("pgledger: complete %s: %w", id, err)
@@ -763,7 +816,12 @@ func (s *Store) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) er
 	if s.audit {
 		a = &audited{rec: ledger.AuditComplete(ctx, id, o.Kind), refusal: completeRefusal}
 	}
-	completed, r, err := s.decide(ctx, id, applies, a, s.completeSQL, state, b)
+	var r row
+	if s.observe != nil {
+		defer func() { s.observe(ctx, r.event(ledger.CompleteEvent(r.now, id, o.Kind, err))) }()
+	}
+	var completed bool
+	completed, r, err = s.decide(ctx, id, applies, a, s.completeSQL, state, b, s.traceSeq)
 	switch {
 	case err != nil:
 		return fmt.Errorf("pgledger: complete %s: %w", id, err)
@@ -788,39 +846,42 @@ func completeRefusal(r row) error {
 // the row moves to: 'awaiting' until the last approval, then 'pending'
 // (redeemable), or 'cancelled' on a decline. Two round trips, then the
 // commit.
-func (s *Store) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool) (ledger.Record, error) {
+func (s *Store) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool) (rec ledger.Record, err error) {
 	if s.closed.Load() {
 		return ledger.Record{}, errClosed
+	}
+	var r row
+	if s.observe != nil {
+		defer func() { s.observe(ctx, r.event(ledger.DecideEvent(r.now, id, p.ID, approve, err))) }()
 	}
 	var prefix []byte
 	if s.audit {
 		prefix = ledger.AuditDecide(ctx, id, p, approve).Prefix()
 	}
-	rec, err := s.decideTx(ctx, id, p, approve, prefix)
+	rec, err = s.decideTx(ctx, id, p, approve, prefix, &r)
 	if err != nil && ledger.ResultOf(err) == ledger.ResultError {
 		return ledger.Record{}, fmt.Errorf("pgledger: decide %s: %w", id, err)
 	}
 	return rec, err
 }
 
-func (s *Store) decideTx(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool, prefix []byte) (ledger.Record, error) {
+// decideTx is Decide's transaction; r is the row it read.
+func (s *Store) decideTx(ctx context.Context, id ledger.ID, p ledger.Approver, approve bool, prefix []byte, r *row) (ledger.Record, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return ledger.Record{}, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	var r row
-	var now time.Time
 	var b pgx.Batch
 	b.Queue(s.lockSQL, s.rowLockKey+id.String())
-	b.Queue(s.decideReadSQL, s.ns, id[:]).QueryRow(func(row pgx.Row) error { return r.scan(id, row, &now) })
+	b.Queue(s.decideReadSQL, s.ns, id[:], s.traceSeq).QueryRow(func(row pgx.Row) error { return r.scan(id, row) })
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return ledger.Record{}, err
 	}
 	if !r.found {
 		return ledger.Record{}, s.refusedIn(ctx, tx, audit.OpDecide, prefix, ledger.ErrUnknown)
 	}
-	rec, err := r.Record.Decide(p, approve, now)
+	rec, err := r.Record.Decide(p, approve, r.now)
 	if err != nil {
 		if aerr := s.refusedIn(ctx, tx, audit.OpDecide, prefix, err); aerr != err {
 			return ledger.Record{}, aerr
@@ -858,7 +919,7 @@ func (s *Store) Lookup(ctx context.Context, id ledger.ID) (ledger.Record, error)
 		return ledger.Record{}, errClosed
 	}
 	var r row
-	if err := r.scan(id, s.pool.QueryRow(ctx, s.readSQL, s.ns, id[:])); err != nil {
+	if err := r.scan(id, s.pool.QueryRow(ctx, s.readSQL, s.ns, id[:], nil)); err != nil {
 		return ledger.Record{}, fmt.Errorf("pgledger: lookup %s: %w", id, err)
 	}
 	if !r.found {
@@ -900,7 +961,7 @@ func (s *Store) decide(ctx context.Context, id ledger.ID, applies func(row) bool
 			continue
 		}
 		// Nothing changed: say why, from the row as it is now.
-		if err := s.underLock(ctx, id, s.readSQL, []any{s.ns, id[:]}, &r); err != nil {
+		if err := s.underLock(ctx, id, s.readSQL, []any{s.ns, id[:], s.traceSeq}, &r); err != nil {
 			return false, row{}, err
 		}
 		if !applies(r) {
@@ -932,10 +993,20 @@ func confirmation(id ledger.ID, tool, args, principal, subject []byte, at time.T
 	}
 }
 
-// rowColumns are the columns row.scan reads, the state as it stands on
-// the database's clock.
-const rowColumns = `state, expires_at > clock_timestamp(), coalesce(lease_until > clock_timestamp(), false),
-	tool, args_digest, principal, subject, expires_at, expires_ns, outcome, approval, decisions`
+// clockCTE reads the database's clock once, as c.now, and draws a number
+// from the trace sequence named by parameter $n (none, NULL, for NULL),
+// as c.seq, for the statement that follows to decide on and return. It
+// is one line.
+func clockCTE(n int) string {
+	return fmt.Sprintf("WITH c AS MATERIALIZED (SELECT clock_timestamp() AS now, nextval($%d::text::regclass) AS seq)\n", n)
+}
+
+// rowColumns are the columns row.scan reads: the state as it stands on
+// the database's clock c.now (a missing row: state ”), then c.now and
+// c.seq.
+const rowColumns = `coalesce(state, ''), coalesce(expires_at > c.now, false), coalesce(lease_until > c.now, false),
+	tool, args_digest, principal, subject, coalesce(expires_at, c.now), coalesce(expires_ns, 0), outcome, approval,
+	decisions, c.now, c.seq`
 
 // The states of a row, and the ledger's states they stand for. A row
 // "redeemed" was spent by a version that recorded no outcome: no one can
@@ -961,9 +1032,21 @@ type row struct {
 	ledger.Record
 	found, unexpired bool
 	awaiting         bool // pending, awaiting out-of-band approval
+	// now is the database's clock the statement decided on, seq its
+	// number from the trace sequence (0 without one); zero if no
+	// statement returned a row.
+	now time.Time
+	seq uint64
 }
 
-// scan reads row into r; no row leaves r not found. more are the
+// event returns e as of the statement r was read by: its number.
+func (r row) event(e ledger.Event) ledger.Event {
+	e.Seq = r.seq
+	return e
+}
+
+// scan reads row into r; no row, or a missing one (state ”), leaves r
+// not found. more are the
 // destinations of columns after rowColumns.
 func (r *row) scan(id ledger.ID, src pgx.Row, more ...any) error {
 	var state string
@@ -971,13 +1054,20 @@ func (r *row) scan(id ledger.ID, src pgx.Row, more ...any) error {
 	var at time.Time
 	var ns int16
 	var leased bool
+	var seq *int64
 	err := src.Scan(append([]any{&state, &r.unexpired, &leased, &tool, &args, &principal, &subject, &at, &ns, &outcome,
-		&approval, &decisions}, more...)...)
+		&approval, &decisions, &r.now, &seq}, more...)...)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil
 	case err != nil:
 		return err
+	}
+	if seq != nil {
+		r.seq = uint64(*seq)
+	}
+	if state == "" {
+		return nil // no such row
 	}
 	st, ok := stateNames[state]
 	if !ok {

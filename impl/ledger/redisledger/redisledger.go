@@ -300,6 +300,19 @@ type Options struct {
 	// everything else waiting (the script hashes it). See the package
 	// doc.
 	Audit bool
+	// Observe, if set, is called after every Add (as Issue), Spend (as
+	// Redeem or Cancel), Complete and Decide with its event, for trace
+	// validation (spec/trace): made from what the call's script replied,
+	// timed by the Redis clock the script decided on, and numbered
+	// ([ledger.Event.Seq]) by a counter the same script increments, the
+	// key Namespace+"trace" (which does not expire) -- so the events,
+	// which arrive in the order the calls return, can be put in the
+	// order Redis ran them. A Decide refused before its script runs
+	// (unknown, in band, the requester, not an approver) is timed and
+	// numbered by the script that read the entry it was refused on. It
+	// costs one INCR per call. ctx is the call's; Observe must be safe
+	// for concurrent use and fast.
+	Observe func(ctx context.Context, e ledger.Event)
 }
 
 // Defaults of [Options].
@@ -344,6 +357,9 @@ type Store struct {
 	audit                                 bool
 	auditHead, auditLog, auditCheckpoints string
 	auditFault                            func() error
+	// observe and traceKey are Options.Observe and the key of its counter.
+	observe  func(context.Context, ledger.Event)
+	traceKey string
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -382,6 +398,7 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 	}
 	s.entries, s.records, s.pendingKey, s.principals = s.ns+"c4:", s.ns+"r4:", s.ns+"pending", s.ns+"u:"
 	s.decisions = s.ns + "d4:"
+	s.observe, s.traceKey = opts.Observe, s.ns+"trace"
 	s.audit, s.auditHead, s.auditLog, s.auditCheckpoints = opts.Audit, s.ns+"a1:head", s.ns+"a1:log", s.ns+"a1:cp"
 	s.replicas, s.replicaTimeout = opts.Replicas, opts.ReplicaTimeout
 	if s.replicas > 0 && s.replicaTimeout == 0 {
@@ -558,7 +575,7 @@ end
 // full) or -2 (principal full); only an added one is recorded. Before
 // seal it may trim the sets of expired and spent ids: what the next Add
 // would do, no transition.
-var addScript = redis.NewScript(auditLua + expiryLua + `
+var addScript = stamped(6, `
 local function exists(v)
   if string.sub(v, 1, 16) == string.sub(ARGV[1], 1, 16) then return 1 end -- a client retry of this very Add
   return 0
@@ -576,8 +593,7 @@ if n >= tonumber(ARGV[4]) then
   local v = redis.call('GET', KEYS[1])
   if v then return exists(v) end -- reported before full
   -- Expired pending confirmations can never be redeemed: they stop counting.
-  local t = redis.call('TIME')
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
   n = redis.call('ZCARD', KEYS[2])
   if n >= tonumber(ARGV[4]) then return -1 end
 end
@@ -592,8 +608,7 @@ if m >= tonumber(ARGV[5]) then
   if v then return exists(v) end -- reported before full
   -- What is no longer pending stops counting: an expired id, and one a
   -- Spend (or a full namespace's trim) has dropped from the pending set.
-  local t = redis.call('TIME')
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
   for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
     if not redis.call('ZSCORE', KEYS[2], id) then redis.call('ZREM', KEYS[4], id) end
   end
@@ -633,11 +648,9 @@ return 1
 // approval; decisions (HGETALL) only for a confirmation that needs
 // out-of-band approval. Every answer but a retry's and awaiting approval
 // is recorded.
-var spendScript = redis.NewScript(auditLua + expiryLua + `
+var spendScript = stamped(6, `
 local v = redis.call('GET', KEYS[1])
 local r = redis.call('GET', KEYS[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local need, decs = 0, {}
 if v then
   local _, n = expiry(v)
@@ -702,10 +715,8 @@ return {2, v, false, decs} -- the record is what the caller asked for
 // expired, 2 recorded by this call (or its retry), 3 pending (not
 // redeemed), 4 refused in the record's state ('D' for one cancelled by an
 // approver's decline). Every answer but a retry's is recorded.
-var completeScript = redis.NewScript(auditLua + expiryLua + `
+var completeScript = stamped(5, `
 local r = redis.call('GET', KEYS[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 if not r then
   local v = redis.call('GET', KEYS[1])
   if not v then
@@ -780,13 +791,17 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) error {
 }
 
 // add stores v, the value encode made of c.
-func (s *Store) add(ctx context.Context, c ledger.Confirmation, v []byte) error {
+func (s *Store) add(ctx context.Context, c ledger.Confirmation, v []byte) (err error) {
+	var st stamp
+	if s.observe != nil {
+		defer func() { s.observe(ctx, st.event(ledger.IssueEvent(st.at, c, err))) }()
+	}
 	aud, err := s.auditArgs(func() audit.Record { return ledger.AuditIssue(ctx, c) })
 	if err != nil {
 		return fmt.Errorf("redisledger: add %s: audit: %w", c.ID, err)
 	}
 	entry, record, _ := s.keys(c.ID)
-	res, err := s.run(ctx, addScript, []string{entry, s.pendingKey, record, s.principalKey(c.Principal), s.auditHead, s.auditLog},
+	res, err := s.call(ctx, &st, addScript, []string{entry, s.pendingKey, record, s.principalKey(c.Principal), s.auditHead, s.auditLog},
 		append([]any{v, keyDeadline(c.Expires.Add(s.grace)), keyDeadline(c.Expires), s.maxArg, s.maxPerArg}, aud...)...).Int64()
 	if err != nil {
 		return s.callError("add", c.ID, err)
@@ -814,7 +829,7 @@ func (s *Store) Spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 }
 
 // spend is the compare-and-set: one round trip, one script.
-func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration, nonce [nonceLen]byte) (ledger.Record, error) {
+func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, lease time.Duration, nonce [nonceLen]byte) (rec ledger.Record, err error) {
 	var marker [1 + nonceLen]byte
 	switch {
 	case to == ledger.Acting && lease > 0 && lease.Microseconds() < maxLeaseMicros:
@@ -828,13 +843,17 @@ func (s *Store) spend(ctx context.Context, id ledger.ID, to ledger.State, lease 
 	if s.closed.Load() {
 		return ledger.Record{}, errClosed
 	}
+	var st stamp
+	if s.observe != nil {
+		defer func() { s.observe(ctx, st.event(ledger.SpendEvent(st.at, to, id, rec, err))) }()
+	}
 	aud, err := s.auditArgs(func() audit.Record { return ledger.AuditSpend(ctx, id, to) })
 	if err != nil {
 		return ledger.Record{}, fmt.Errorf("redisledger: spend %s: audit: %w", id, err)
 	}
 	entry, record, _ := s.keys(id)
 	// A lease under a microsecond is one: the script's clock is in them.
-	reply, err := s.run(ctx, spendScript, []string{entry, record, s.pendingKey, s.decisionsKey(id), s.auditHead, s.auditLog},
+	reply, err := s.call(ctx, &st, spendScript, []string{entry, record, s.pendingKey, s.decisionsKey(id), s.auditHead, s.auditLog},
 		append([]any{marker[:], max(ceilDuration(lease, time.Microsecond), 1), s.graceArg}, aud...)...).Slice()
 	if err != nil {
 		return ledger.Record{}, s.callError("spend", id, err)
@@ -907,7 +926,7 @@ func (s *Store) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) er
 }
 
 // complete is the compare-and-set from acting: one round trip, one script.
-func (s *Store) complete(ctx context.Context, id ledger.ID, o ledger.Outcome, nonce [nonceLen]byte) error {
+func (s *Store) complete(ctx context.Context, id ledger.ID, o ledger.Outcome, nonce [nonceLen]byte) (err error) {
 	b, err := o.MarshalBinary()
 	if err != nil {
 		return fmt.Errorf("redisledger: complete %s: %w", id, err)
@@ -915,13 +934,17 @@ func (s *Store) complete(ctx context.Context, id ledger.ID, o ledger.Outcome, no
 	if s.closed.Load() {
 		return errClosed
 	}
+	var stp stamp
+	if s.observe != nil {
+		defer func() { s.observe(ctx, stp.event(ledger.CompleteEvent(stp.at, id, o.Kind, err))) }()
+	}
 	aud, err := s.auditArgs(func() audit.Record { return ledger.AuditComplete(ctx, id, o.Kind) })
 	if err != nil {
 		return fmt.Errorf("redisledger: complete %s: audit: %w", id, err)
 	}
 	entry, record, _ := s.keys(id)
 	state := [...]byte{ledger.OutcomeDone: stateDone, ledger.OutcomeFailed: stateFailed, ledger.OutcomeUnknown: stateInDoubt}[o.Kind]
-	reply, err := s.run(ctx, completeScript, []string{entry, record, s.decisionsKey(id), s.auditHead, s.auditLog},
+	reply, err := s.call(ctx, &stp, completeScript, []string{entry, record, s.decisionsKey(id), s.auditHead, s.auditLog},
 		append([]any{[]byte{state}, nonce[:], b}, aud...)...).Slice()
 	if err != nil {
 		return s.callError("complete", id, err)
@@ -963,7 +986,7 @@ func (s *Store) complete(ctx context.Context, id ledger.ID, o ledger.Outcome, no
 // retry), 3 decided already (by this approver, or the outcome), 4
 // cancelled by the client, 5 in band. Every answer but a retry's is
 // recorded.
-var decideScript = redis.NewScript(auditLua + expiryLua + `
+var decideScript = stamped(6, `
 local v = redis.call('GET', KEYS[1])
 if not v then
   write(5, seal(5, 7, 'unknown'))
@@ -977,8 +1000,6 @@ if need == 0 then
 end
 exp = tonumber(exp)
 if not exp then return redis.error_reply('corrupt entry') end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local r = redis.call('GET', KEYS[2])
 -- settle writes what the script found: a lease ended without an
 -- outcome is in doubt, for good. After seal, with the other writes.
@@ -1036,20 +1057,27 @@ func (s *Store) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, app
 		return ledger.Record{}, errClosed
 	}
 	entry, record, _ := s.keys(id)
-	v, err := s.client.Get(ctx, entry).Result()
+	var st stamp
+	v, err := s.read(ctx, &st, entry).Text()
 	rec := func() audit.Record { return ledger.AuditDecide(ctx, id, p, approve) }
+	var c ledger.Confirmation
 	switch {
 	case errors.Is(err, redis.Nil):
-		return ledger.Record{}, s.refuse(ctx, rec, ledger.ErrUnknown)
+		err = s.refuse(ctx, rec, ledger.ErrUnknown)
 	case err != nil:
-		return ledger.Record{}, s.callError("decide", id, err)
+		err = s.callError("decide", id, err)
+	default:
+		if c, err = decode(id, v); err != nil {
+			err = fmt.Errorf("redisledger: decide %s: %w", id, err)
+		} else if err = c.Approval.Eligible(p); err != nil {
+			err = s.refuse(ctx, rec, err)
+		}
 	}
-	c, err := decode(id, v)
 	if err != nil {
-		return ledger.Record{}, fmt.Errorf("redisledger: decide %s: %w", id, err)
-	}
-	if err := c.Approval.Eligible(p); err != nil {
-		return ledger.Record{}, s.refuse(ctx, rec, err)
+		if s.observe != nil {
+			s.observe(ctx, st.event(ledger.DecideEvent(st.at, id, p.ID, approve, err)))
+		}
+		return ledger.Record{}, err
 	}
 	sign := "-"
 	if approve {
@@ -1063,7 +1091,12 @@ func (s *Store) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, app
 
 // decide runs decideScript for the entry v (its nonce) of confirmation c:
 // the decision sign ('+' or '-') of the approver of field ("a:"+ID).
-func (s *Store) decide(ctx context.Context, id ledger.ID, c ledger.Confirmation, addNonce, field, sign string, nonce [nonceLen]byte, entry, record string) (ledger.Record, error) {
+func (s *Store) decide(ctx context.Context, id ledger.ID, c ledger.Confirmation, addNonce, field, sign string, nonce [nonceLen]byte, entry, record string) (rec ledger.Record, err error) {
+	var st stamp
+	if s.observe != nil {
+		approver, _ := strings.CutPrefix(field, "a:")
+		defer func() { s.observe(ctx, st.event(ledger.DecideEvent(st.at, id, approver, sign == "+", err))) }()
+	}
 	var decline [1 + nonceLen]byte
 	decline[0] = stateCancelled
 	rand.Read(decline[1:])
@@ -1073,7 +1106,7 @@ func (s *Store) decide(ctx context.Context, id ledger.ID, c ledger.Confirmation,
 	if err != nil {
 		return ledger.Record{}, fmt.Errorf("redisledger: decide %s: audit: %w", id, err)
 	}
-	reply, err := s.run(ctx, decideScript, []string{entry, record, s.decisionsKey(id), s.pendingKey, s.auditHead, s.auditLog},
+	reply, err := s.call(ctx, &st, decideScript, []string{entry, record, s.decisionsKey(id), s.pendingKey, s.auditHead, s.auditLog},
 		append([]any{addNonce, field, sign, nonce[:], keyDeadline(c.Expires.Add(s.grace)), decline[:]}, aud...)...).Slice()
 	if err != nil {
 		return ledger.Record{}, s.callError("decide", id, err)
@@ -1082,7 +1115,7 @@ func (s *Store) decide(ctx context.Context, id ledger.ID, c ledger.Confirmation,
 	if err != nil {
 		return ledger.Record{}, fmt.Errorf("redisledger: decide %s: %w", id, err)
 	}
-	rec := ledger.Record{Confirmation: c, State: ledger.Pending}
+	rec = ledger.Record{Confirmation: c, State: ledger.Pending}
 	if len(reply) > 2 {
 		if rec.Decisions, err = readDecisions(reply[2]); err != nil {
 			return ledger.Record{}, fmt.Errorf("redisledger: decide %s: %w", id, err)
