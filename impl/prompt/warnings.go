@@ -171,12 +171,22 @@ func (l *letters) scan(s string) (hides, misleading bool) {
 
 // decode returns the code point at s[i], its length and class (U+FFFD's
 // class for an invalid byte, as range reads it).
-func decode(s string, i int) (rune, int, class) {
-	if b := s[i]; b < utf8.RuneSelf {
-		return rune(b), 1, classOf(rune(b))
+func decode(s string, i int) (r rune, n int, c class) {
+	// One call per code point on the hot path: the decoding of the forms
+	// of the Basic Multilingual Plane and classOf's table lookup inline.
+	switch b := s[i]; {
+	case b < utf8.RuneSelf:
+		r, n = rune(b), 1
+	case 0xC2 <= b && b <= 0xDF && i+1 < len(s) && s[i+1]&0xC0 == 0x80:
+		r, n = rune(b&0x1F)<<6|rune(s[i+1]&0x3F), 2
+	case 0xE1 <= b && b <= 0xEF && b != 0xED && i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80:
+		r, n = rune(b&0x0F)<<12|rune(s[i+1]&0x3F)<<6|rune(s[i+2]&0x3F), 3
+	default:
+		r, n = utf8.DecodeRuneInString(s[i:])
+		return r, n, classOf(r)
 	}
-	r, n := decodeRune(s, i)
-	return r, n, classOf(r)
+	k := int(classBlock[r>>8])<<9 | int(r&0xFF)<<1
+	return r, n, class(classData[k]) | class(classData[k+1])<<8
 }
 
 // decodeRune is utf8.DecodeRuneInString(s[i:]) for s[i] not ASCII, with
