@@ -211,14 +211,25 @@ func TestRelayResourceUpdates(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			u.server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: "file:///hello.txt"})
-			select {
-			case uri := <-updated:
-				if uri != "file:///hello.txt" {
-					t.Fatalf("updated %q", uri)
+			// The upstream holding the subscription does not mean the
+			// downstream server has registered the client's yet (go-sdk
+			// does so after the handler returns, and a 2026-07-28 client's
+			// listen stream is opened apart from its Subscribe): under load
+			// a first update can precede it. An update is a notification
+			// that may repeat, so it is sent again until one arrives.
+			timeout := time.After(5 * time.Second)
+			for received := false; !received; {
+				u.server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: "file:///hello.txt"})
+				select {
+				case uri := <-updated:
+					if uri != "file:///hello.txt" {
+						t.Fatalf("updated %q", uri)
+					}
+					received = true
+				case <-time.After(250 * time.Millisecond):
+				case <-timeout:
+					t.Fatal("resources/updated did not reach the client")
 				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("resources/updated did not reach the client")
 			}
 		})
 	}
