@@ -114,20 +114,7 @@ func (tc *toolCache) fill(gen uint64, tools []*mcp.Tool, complete bool) (unannou
 // heard an announcement (it may be dialling still).
 func (r *Relay) toolsChanged(c *conn) {
 	c.tools.changed()
-	r.mu.Lock()
-	conns := make([]*conn, 0, len(r.sessions)+1)
-	if r.shared != nil {
-		conns = append(conns, r.shared)
-	}
-	for _, s := range r.sessions {
-		conns = append(conns, s)
-	}
-	r.mu.Unlock()
-	for _, o := range conns {
-		if o != c {
-			o.tools.changed()
-		}
-	}
+	r.forgetTools(c)
 }
 
 // Unannounced reports whether a read of the upstream's tools (the relay's
@@ -150,6 +137,11 @@ func (r *Relay) observed(c *conn, gen uint64, tools []*mcp.Tool, complete bool) 
 		// check an approval against a definition it no longer holds.
 		r.log.Warn("relay: the upstream changed a tool without announcing it; its tool list is read before every confirmed call from now on")
 	}
+	r.forgetTools(c)
+}
+
+// forgetTools empties the tool cache of every connection but c.
+func (r *Relay) forgetTools(c *conn) {
 	r.mu.Lock()
 	conns := make([]*conn, 0, len(r.sessions)+1)
 	if r.shared != nil {
