@@ -125,21 +125,27 @@ func TestClockReadUnderLock(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			p := newPool(t)
-			opts := tt.opts
-			opts.Namespace = namespace(t, p, pgledger.DefaultTable)
-			s := newStore(t, p, opts)
 			held, gate := splitPool(t)
-			hs := newStore(t, held, opts)
 			var pid uint32
 			if err := held.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
 				t.Fatal(err)
 			}
-			// Warm the held pool's one connection: its statements are
-			// prepared (and its store has swept), so the call is one
-			// pipeline, Bind first.
-			ledgertest.RedeemOnce(t, hs)
+			// stores opens both stores on a namespace of their own: an
+			// attempt made again must not find the last one's
+			// confirmations (its held Add's would fill the caps).
+			stores := func() (s, hs ledger.Store) {
+				opts := tt.opts
+				opts.Namespace = namespace(t, p, pgledger.DefaultTable)
+				s, hs = newStore(t, p, opts), newStore(t, held, opts)
+				// Warm the held pool's one connection: its statements are
+				// prepared (and its store has swept), so the call is one
+				// pipeline, Bind first.
+				ledgertest.RedeemOnce(t, hs)
+				return s, hs
+			}
 
 			for margin, attempt := 50*time.Millisecond, 1; ; margin, attempt = 2*margin, attempt+1 {
+				s, hs := stores()
 				rec, err := linearizability.NewRecorder(linearizability.RecorderOptions{Skew: 3 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
