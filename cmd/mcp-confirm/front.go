@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/approve"
+	"github.com/mcp-confirm/mcp-confirm/impl/observe"
 	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
@@ -35,6 +36,8 @@ type frontFlags struct {
 	// page, if set (by out-of-band approval, approval.go), is served
 	// beside the MCP endpoint under its prefix, outside auth.
 	page *approve.Handler
+	// tel, if set (by --metrics), counts the HTTP sessions.
+	tel *observe.Telemetry
 }
 
 // register defines the flags on fs.
@@ -130,6 +133,7 @@ func (f *frontFlags) serve(ctx context.Context, s *mcp.Server, auth func(http.Ha
 	if err != nil {
 		return err
 	}
+	f.tel.CountSessions(h.Sessions)
 	ln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {
 		return err

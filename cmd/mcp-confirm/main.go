@@ -206,6 +206,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	defer srv.Close()
 	c.front.page = c.approval.page
+	c.front.tel = tel
 
 	err = c.front.serve(ctx, srv.MCP(), nil, stdin, stdout, log, "roots", c.roots)
 	if err != nil && ctx.Err() == nil {

@@ -195,6 +195,7 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer p.Close()
 	c.front.page = c.approval.page
+	c.front.tel = tel
 
 	err = c.front.serve(ctx, p.MCP(), nil, stdin, stdout, log, "upstream", policy.Name())
 	if err != nil && ctx.Err() == nil {

@@ -265,3 +265,29 @@ func TestMetricsCount(t *testing.T) {
 		}
 	}
 }
+
+// The sessions gauge reads its count at each scrape; without metrics,
+// CountSessions does nothing (and a nil Telemetry is valid). The binary's
+// count is checked in cmd/mcp-confirm's TestBinaryHTTPSessionsBounded.
+func TestCountSessions(t *testing.T) {
+	var none *observe.Telemetry
+	none.CountSessions(func() int { t.Fatal("counted without metrics"); return 0 })
+	tel, err := observe.New(observe.Options{Metrics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sample(t, tel.Gatherer(), "mcp_confirm_http_sessions"); ok {
+		t.Fatal("mcp_confirm_http_sessions before CountSessions")
+	}
+	n := 3
+	tel.CountSessions(func() int { return n })
+	for _, want := range []int{3, 0} {
+		n = want
+		if got, ok := sample(t, tel.Gatherer(), "mcp_confirm_http_sessions"); !ok || got != float64(want) {
+			t.Fatalf("mcp_confirm_http_sessions = %v (present %v), want %v", got, ok, want)
+		}
+	}
+	if _, ok := sample(t, tel.Gatherer(), "go_gc_heap_live_bytes"); !ok {
+		t.Fatal("no go_gc_heap_live_bytes")
+	}
+}

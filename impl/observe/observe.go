@@ -60,6 +60,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
@@ -138,7 +139,11 @@ func New(opts Options) (*Telemetry, error) {
 		t.m = newMetrics(t.reg, opts.Store)
 		t.pending = &pendingCollector{desc: pendingDesc, timeout: opts.PendingTimeout}
 		t.reg.MustRegister(t.pending,
-			collectors.NewGoCollector(),
+			// The default Go metrics and the live heap (what the last GC
+			// marked), the one that shows what memory the process holds:
+			// the memstats gauges count garbage not yet collected too.
+			collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+				collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)})),
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	return t, nil
@@ -152,6 +157,20 @@ func (t *Telemetry) Metrics() bool { return t != nil && t.m != nil }
 
 // Tracing reports whether t makes spans.
 func (t *Telemetry) Tracing() bool { return t != nil && t.tracer != nil }
+
+// CountSessions adds the gauge mcp_confirm_http_sessions, which calls
+// count at each scrape: the front end's live stateful HTTP sessions
+// (package serve's HTTP.Sessions). It does nothing without metrics, and must be
+// called at most once.
+func (t *Telemetry) CountSessions(count func() int) {
+	if !t.Metrics() {
+		return
+	}
+	t.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mcp_confirm_http_sessions",
+		Help: "Stateful (older-era) HTTP sessions live in this process: opened, not yet closed by their client or by the session timeout.",
+	}, func() float64 { return float64(count()) }))
+}
 
 // Gatherer returns t's registry, or nil without metrics.
 func (t *Telemetry) Gatherer() prometheus.Gatherer {

@@ -159,6 +159,7 @@ func orDefault[T int | int64 | time.Duration](name string, v *T, def T) error {
 type HTTP struct {
 	opts    HTTPOptions
 	handler http.Handler
+	capped  *sessionCap
 }
 
 // NewHTTP returns the front door of s. It starts nothing.
@@ -211,8 +212,13 @@ func NewHTTP(s *mcp.Server, opts HTTPOptions) (*HTTP, error) {
 			endpoint.ServeHTTP(w, r)
 		})
 	}
-	return &HTTP{opts: opts, handler: deadline(opts.RequestTimeout, h)}, nil
+	return &HTTP{opts: opts, handler: deadline(opts.RequestTimeout, h), capped: capped}, nil
 }
+
+// Sessions counts the live stateful (older-era) sessions, the ones
+// MaxSessions caps and SessionTimeout closes: an O(sessions) scan, for a
+// gauge read at a scrape, not for every request.
+func (h *HTTP) Sessions() int { return h.capped.live() }
 
 // ServeHTTP serves one request.
 func (h *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.handler.ServeHTTP(w, r) }
