@@ -106,6 +106,11 @@ func (p *Postgres) URL() string {
 		p.primary.port, p.standby.port)
 }
 
+// StandbyURL is the standby's URL alone (read-only until promoted).
+func (p *Postgres) StandbyURL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable&connect_timeout=5", p.standby.port)
+}
+
 // Crash kills every process of the primary at one instant (the
 // postmaster and its backends, walsender and helpers, as a crash of its
 // machine; see [postgres.kill]) and severs the relay: what it held never

@@ -22,14 +22,22 @@ import (
 // writer was never told of and the standby never received: a failover
 // loses what a client was answered from. Crash leaves no survivor: the
 // running session fails, and nothing answers from the lost write.
+//
+// "process group, read waits" is the control's partial crash with a
+// reader that writes to the WAL in its own transaction after it reads
+// (pgledger's waitSQL): its commit waits for the standby, which never
+// acknowledges; the postmaster's death ends that wait without an answer,
+// so the session fails and nothing answers from the lost write.
 func TestPostgresCrash(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		crash    func(*Postgres) (cleanup func())
 		survives bool
+		wait     bool // the reader waits for the standby (pgledger's waitSQL)
 	}{
-		{"process group (control)", killProcessGroup, true},
-		{"Crash", func(p *Postgres) func() { p.Crash(); return func() {} }, false},
+		{"process group (control)", killProcessGroup, true, false},
+		{"Crash", func(p *Postgres) func() { p.Crash(); return func() {} }, false, false},
+		{"process group, read waits", killProcessGroup, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := StartPostgres(t, true)
@@ -46,10 +54,13 @@ func TestPostgresCrash(t *testing.T) {
 				`INSERT INTO approval VALUES (1, 'pending')`,
 				// Busy until then (it never waits, so it never looks at
 				// the postmaster), then reads the row anew.
-				`CREATE FUNCTION busy_read(until timestamptz) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+				`CREATE FUNCTION busy_read(until timestamptz, wait bool) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+DECLARE s text;
 BEGIN
 	WHILE clock_timestamp() < until LOOP END LOOP;
-	RETURN (SELECT state FROM approval WHERE id = 1);
+	s := (SELECT state FROM approval WHERE id = 1);
+	IF wait THEN PERFORM pg_logical_emit_message(true, 'mcp-confirm', ''); END IF;
+	RETURN s;
 END $$`,
 			} {
 				if _, err := admin.Exec(ctx, sql); err != nil {
@@ -81,7 +92,7 @@ END $$`,
 			read := make(chan answer, 1)
 			go func() {
 				var a answer
-				a.err = reader.QueryRow(ctx, `SELECT busy_read(clock_timestamp() + interval '3 seconds')`).Scan(&a.state)
+				a.err = reader.QueryRow(ctx, `SELECT busy_read(clock_timestamp() + interval '3 seconds', $1)`, tc.wait).Scan(&a.state)
 				read <- a
 			}()
 			waitActivity(ctx, t, admin, `state = 'active' AND query LIKE 'SELECT busy_read%'`)

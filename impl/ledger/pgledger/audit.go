@@ -36,6 +36,7 @@ func (s *Store) refusal(ctx context.Context, id ledger.ID, applies func(row) boo
 	var b pgx.Batch
 	b.Queue(s.rowLockSQL, s.rowLockKey+id.String())
 	b.Queue(s.readSQL, s.ns, id[:], s.traceSeq).QueryRow(func(src pgx.Row) error { return r.scan(id, src) })
+	s.queueWait(&b) // refusedIn commits it
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return false, err
 	}
@@ -50,9 +51,15 @@ func (s *Store) refusal(ctx context.Context, id ledger.ID, applies func(row) boo
 
 // refusedIn writes, in tx, the record (prefix) of op refused with
 // refusal, and commits tx; it returns refusal, or the error that kept the
-// record from being written. A nil prefix: no trail, nothing written.
+// record from being written. A nil prefix: no trail, nothing written
+// (but tx is committed when answers wait for a standby: see waitSQL).
 func (s *Store) refusedIn(ctx context.Context, tx pgx.Tx, op audit.Op, prefix []byte, refusal error) error {
 	if prefix == nil {
+		if s.readsWait.Load() {
+			if err := tx.Commit(ctx); err != nil {
+				return err
+			}
+		}
 		return refusal
 	}
 	result := string(ledger.ResultOf(refusal))

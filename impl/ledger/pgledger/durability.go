@@ -62,6 +62,9 @@ func (s *Store) CheckDurability(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("%w: cannot read pg_stat_replication: %v", ErrNotDurable, err)
 	}
+	if err := s.detectStandby(ctx); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotDurable, err)
+	}
 	if risks := c.risks(); len(risks) > 0 {
 		return fmt.Errorf("%w: %s", ErrNotDurable, strings.Join(risks, "; "))
 	}
