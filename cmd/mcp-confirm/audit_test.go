@@ -47,27 +47,12 @@ func TestAuditNoSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	signing, pub := audit.GenerateKey()
-	signingFile, pubFile := filepath.Join(dir, "audit.key"), filepath.Join(dir, "audit.pub")
-	if err := keyfile.WriteNew(signingFile, signing+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pubFile, []byte(pub+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	signing, signingFile, pubFile := auditKeys(t, dir)
 	trail := filepath.Join(dir, "audit.jsonl")
 	root := t.TempDir()
 	p := startBinary(t, []string{"XDG_RUNTIME_DIR=" + runtimeDir}, "--root", root, "--http", "127.0.0.1:0",
 		"--key-file", keys, "--audit-file", trail, "--audit-key", signingFile, "--audit-checkpoint-every", "200ms")
-	m := tokenFileLine.FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatalf("no token file named on stderr:\n%s", p.stderr.String())
-	}
-	b, err := os.ReadFile(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(string(b))
+	_, token := generatedToken(t, p)
 
 	// 2026-07-28, by hand: ask, then answer with the sealed state.
 	c := mcp.NewClient(&mcp.Implementation{Name: "audit-test", Version: "1"}, &mcp.ClientOptions{
@@ -238,27 +223,12 @@ func TestAuditVerifyRedis(t *testing.T) {
 	if err := keyfile.Create(keys); err != nil {
 		t.Fatal(err)
 	}
-	signing, pub := audit.GenerateKey()
-	signingFile, pubFile := filepath.Join(dir, "audit.key"), filepath.Join(dir, "audit.pub")
-	if err := keyfile.WriteNew(signingFile, signing+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pubFile, []byte(pub+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	signing, signingFile, pubFile := auditKeys(t, dir)
 	env := []string{"MCP_CONFIRM_LEDGER=" + url}
 	root := t.TempDir()
 	p := startBinary(t, append(env, "XDG_RUNTIME_DIR="+runtimeDir), "--root", root, "--http", "127.0.0.1:0",
 		"--name", name, "--key-file", keys, "--audit-key", signingFile)
-	m := tokenFileLine.FindStringSubmatch(p.stderr.String())
-	if m == nil {
-		t.Fatalf("no token file named on stderr:\n%s", p.stderr.String())
-	}
-	tb, err := os.ReadFile(m[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(string(tb))
+	_, token := generatedToken(t, p)
 	cs, err := connect(t, p.url, token, "2025-11-25")
 	if err != nil {
 		t.Fatal(err)
@@ -388,4 +358,20 @@ func TestProxyAuditTrail(t *testing.T) {
 			}
 		})
 	}
+}
+
+// auditKeys writes a new audit signing key and its public half into dir,
+// as `mcp-confirm keygen --audit` would, and returns the key's line and
+// the two files' paths.
+func auditKeys(t *testing.T, dir string) (signing, signingFile, pubFile string) {
+	t.Helper()
+	signing, pub := audit.GenerateKey()
+	signingFile, pubFile = filepath.Join(dir, "audit.key"), filepath.Join(dir, "audit.pub")
+	if err := keyfile.WriteNew(signingFile, signing+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pubFile, []byte(pub+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return signing, signingFile, pubFile
 }

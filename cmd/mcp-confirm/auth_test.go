@@ -129,6 +129,21 @@ func challenge(t *testing.T, url, token string) (int, string) {
 
 var tokenFileLine = regexp.MustCompile(`written to\n\s+(\S+)`)
 
+// generatedToken returns the token file the binary p named on stderr and
+// the token in it.
+func generatedToken(t *testing.T, p *proc) (path, token string) {
+	t.Helper()
+	m := tokenFileLine.FindStringSubmatch(p.stderr.String())
+	if m == nil {
+		t.Fatalf("no token file named on stderr:\n%s", p.stderr.String())
+	}
+	b, err := os.ReadFile(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m[1], strings.TrimSpace(string(b))
+}
+
 // TestBinaryHTTPRequiresGeneratedToken: with --http and no auth flag, the
 // binary makes a token, writes it to a file only its user can read, says
 // where on stderr (never the token itself), and refuses every request

@@ -192,15 +192,7 @@ func TestProxyUnknownToolRefused(t *testing.T) {
 		}
 		h := newHelper(t)
 		p := startBinary(t, []string{"XDG_RUNTIME_DIR=" + runtimeDir}, append([]string{"proxy", "--http", "127.0.0.1:0", "--"}, h.argv(t)...)...)
-		m := tokenFileLine.FindStringSubmatch(p.stderr.String())
-		if m == nil {
-			t.Fatalf("no token file named on stderr:\n%s", p.stderr.String())
-		}
-		b, err := os.ReadFile(m[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		token := strings.TrimSpace(string(b))
+		tokenFile, token := generatedToken(t, p)
 		for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
 			t.Run(era, func(t *testing.T) {
 				os.Remove(h.log)
@@ -217,7 +209,7 @@ func TestProxyUnknownToolRefused(t *testing.T) {
 		if code := p.cmd.ProcessState.ExitCode(); code != 0 || strings.Contains(p.stderr.String(), "panic") {
 			t.Fatalf("the proxy exited %d; stderr:\n%s", code, p.stderr.String())
 		}
-		if _, err := os.Stat(m[1]); !errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(tokenFile); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("token file left after the proxy stopped: %v", err)
 		}
 	})
