@@ -214,15 +214,8 @@ func TestBinaryApproveOutOfBand(t *testing.T) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	const token = "carol-token-0123456789abcdef"
-	sum := sha256.Sum256([]byte(token))
-	tokens, secret := filepath.Join(dir, "tokens"), filepath.Join(dir, "client-secret")
-	if err := os.WriteFile(tokens, []byte("sha256:"+hex.EncodeToString(sum[:])+" carol\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(secret, []byte(approvetest.ClientSecret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	const token = carolToken
+	tokens, secret := carolFiles(t, dir)
 	p := startBinary(t, []string{notifyEnv + "=" + hook.URL + "/services/secret-token"},
 		"--root", root, "--http", "127.0.0.1:"+port, "--public-url", base, "--auth-tokens", tokens,
 		"--approval", "out-of-band", "--approvers", "group:ops",
@@ -380,17 +373,11 @@ func TestBinaryProxyApproveOutOfBand(t *testing.T) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	const token = "carol-token-0123456789abcdef"
-	sum := sha256.Sum256([]byte(token))
-	tokens, secret, policy := filepath.Join(dir, "tokens"), filepath.Join(dir, "client-secret"), filepath.Join(dir, "policy.toml")
-	for name, content := range map[string]string{
-		tokens: "sha256:" + hex.EncodeToString(sum[:]) + " carol\n",
-		secret: approvetest.ClientSecret + "\n",
-		policy: "name = \"reference\"\n[[approval]]\ntools = [\"delete_file\"]\nmode = \"out-of-band\"\napprovers = [\"group:ops\"]\n",
-	} {
-		if err := os.WriteFile(name, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	const token = carolToken
+	tokens, secret := carolFiles(t, dir)
+	policy := filepath.Join(dir, "policy.toml")
+	if err := os.WriteFile(policy, []byte("name = \"reference\"\n[[approval]]\ntools = [\"delete_file\"]\nmode = \"out-of-band\"\napprovers = [\"group:ops\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	bin := binary(t)
 	p := startBinary(t, nil, "proxy", "--policy", policy, "--http", "127.0.0.1:"+port, "--public-url", base, "--auth-tokens", tokens,
@@ -493,15 +480,8 @@ func TestApproveAcrossReplicas(t *testing.T) {
 			if code := run(context.Background(), []string{"keygen", keys}, nil, io.Discard, io.Discard); code != 0 {
 				t.Fatalf("keygen: exit %d", code)
 			}
-			const token = "carol-token-0123456789abcdef"
-			sum := sha256.Sum256([]byte(token))
-			tokens, secret := filepath.Join(dir, "tokens"), filepath.Join(dir, "client-secret")
-			if err := os.WriteFile(tokens, []byte("sha256:"+hex.EncodeToString(sum[:])+" carol\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(secret, []byte(approvetest.ClientSecret+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			const token = carolToken
+			tokens, secret := carolFiles(t, dir)
 			args := []string{"--root", root, "--key-file", keys, "--name", fmt.Sprintf("replicas-%d", time.Now().UnixNano()),
 				"--public-url", base, "--auth-tokens", tokens, "--approval", "out-of-band", "--approvers", "group:ops",
 				"--approve-issuer", is.URL, "--approve-client-id", approvetest.ClientID, "--approve-client-secret-file", secret,
@@ -550,4 +530,24 @@ func TestApproveAcrossReplicas(t *testing.T) {
 			wantFile(t, file, true)
 		})
 	}
+}
+
+// carolToken is the bearer token carol's MCP calls carry in the
+// out-of-band approval tests.
+const carolToken = "carol-token-0123456789abcdef"
+
+// carolFiles writes, into dir, a token file naming carolToken's holder
+// carol (its SHA-256, as --auth-tokens reads it) and the approval page's
+// OIDC client secret, and returns their paths.
+func carolFiles(t *testing.T, dir string) (tokens, secret string) {
+	t.Helper()
+	sum := sha256.Sum256([]byte(carolToken))
+	tokens, secret = filepath.Join(dir, "tokens"), filepath.Join(dir, "client-secret")
+	if err := os.WriteFile(tokens, []byte("sha256:"+hex.EncodeToString(sum[:])+" carol\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte(approvetest.ClientSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return tokens, secret
 }

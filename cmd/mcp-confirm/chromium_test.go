@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -213,15 +211,8 @@ func TestBinaryApproveInChromium(t *testing.T) {
 	if code := run(context.Background(), []string{"keygen", keys}, nil, io.Discard, io.Discard); code != 0 {
 		t.Fatalf("keygen: exit %d", code)
 	}
-	const token = "carol-token-0123456789abcdef"
-	sum := sha256.Sum256([]byte(token))
-	tokens, secret := filepath.Join(dir, "tokens"), filepath.Join(dir, "client-secret")
-	if err := os.WriteFile(tokens, []byte("sha256:"+hex.EncodeToString(sum[:])+" carol\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(secret, []byte(approvetest.ClientSecret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	const token = carolToken
+	tokens, secret := carolFiles(t, dir)
 	p := startBinary(t, nil,
 		"--root", root, "--http", "127.0.0.1:"+port, "--public-url", base, "--key-file", keys, "--auth-tokens", tokens,
 		"--approval", "out-of-band", "--approvers", "group:ops,passkey:dave-phone,passkey:carol-phone",
