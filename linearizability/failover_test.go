@@ -301,7 +301,10 @@ func runFailover(t *testing.T, c failoverCase) failoverResult {
 		phase: make(map[ledger.Result]int), byPhase: make(map[string]map[ledger.ID]int)}
 	var mu sync.Mutex
 	var tags atomic.Uint64
-	var lastSpend atomic.Int64 // unix ns of the latest successful redemption's return
+	// unix ns of the latest redemption's return, whatever it answered: one
+	// whose reply was lost may have been applied and promoted, its lease
+	// begun as late as then.
+	var lastSpend atomic.Int64
 	phaseName := "before the stall"
 	// redeem redeems id through s, acts on success and records the
 	// outcome; it reports the redemption's result.
@@ -309,11 +312,11 @@ func runFailover(t *testing.T, c failoverCase) failoverResult {
 		opCtx, cancel := context.WithTimeout(ctx, c.opTimeout)
 		_, err := cl.Redeem(opCtx, s, id, failoverLease)
 		cancel()
+		lastSpend.Store(time.Now().UnixNano())
 		r := ledger.ResultOf(err)
 		if r != ledger.ResultOK {
 			return r
 		}
-		lastSpend.Store(time.Now().UnixNano())
 		mu.Lock()
 		res.acts[id]++ // the action
 		if res.byPhase[phaseName] == nil {
