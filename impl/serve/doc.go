@@ -41,6 +41,13 @@
 // other event (an elicitation, progress, a log message during a call) is
 // flushed as go-sdk writes it (TestIsAnswerEvent).
 //
+// [ServerLogger] is the logger to build the served mcp.Server with: go-sdk
+// logs each server session's start and end at Info, and each 2026-07-28
+// request over HTTP is a session of its own, so it lowers go-sdk's Info
+// records to Debug; warnings and errors pass unchanged
+// (TestServerLoggerQuietPerRequest, its control the logger itself;
+// TestServerLoggerLevels).
+//
 // Over stdio, every line is checked before go-sdk sees it, because go-sdk
 // v1.8.0 ends the whole session on the first line it cannot decode. A line
 // that is not JSON gets a -32700 error, one that is JSON but not a JSON-RPC

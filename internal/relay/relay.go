@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-confirm/mcp-confirm/impl/serve"
 )
 
 // ErrUpstream reports an upstream the relay cannot reach or use.
@@ -200,7 +202,9 @@ func (r *Relay) newServer() *mcp.Server {
 		caps = &c
 	}
 	sopts := &mcp.ServerOptions{
-		Logger:       r.log,
+		// go-sdk's Info lines (a session's start and end, three for each
+		// 2026-07-28 request over HTTP) at Debug.
+		Logger:       serve.ServerLogger(r.log),
 		Instructions: r.upstream.Instructions,
 		Capabilities: caps,
 		//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them

@@ -77,7 +77,9 @@ func New(opts Options) (*Server, error) {
 	if len(opts.Roots) == 0 {
 		opts.Logger.Warn("no --root given: every delete_file call will be refused")
 	}
-	s := mcp.NewServer(parts.Implementation, &mcp.ServerOptions{Logger: opts.Logger})
+	// go-sdk's Info lines (a session's start and end, three for each
+	// 2026-07-28 request over HTTP) at Debug.
+	s := mcp.NewServer(parts.Implementation, &mcp.ServerOptions{Logger: serve.ServerLogger(opts.Logger)})
 	// The boundary wraps everything after go-sdk's own legacy-era shim, so
 	// every requestState that crosses the wire is sealed and verified
 	// (parts.Middleware: the boundary, inside the tracing span if any).
