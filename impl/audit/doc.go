@@ -2,8 +2,9 @@
 // ledger did: every question asked, every decision (the in-band answer
 // or the approver's identity), redemption, outcome, in-doubt and refused
 // replay is one [Record], written by the store in the same atomic step as
-// the ledger transition it records (memory: under the store's lock, in an
-// fsync'd JSONL [File]; PostgreSQL: in the transition's transaction;
+// the ledger transition it records (memory: under the store's lock, in a
+// JSONL [File], each record synced to disk before its transition takes
+// effect; PostgreSQL: in the transition's transaction;
 // Redis: in its script), so that there is no transition without its
 // record and no record without its transition.
 //

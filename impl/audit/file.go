@@ -10,6 +10,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -25,13 +26,17 @@ import (
 // in the order Begin is called. One process may append to a file at a time
 // (OpenFile takes an exclusive flock; a second opener is refused).
 //
-// What it guarantees: a record Begin returned is on disk (fsync'd) before
-// Commit, and a record aborted is cut off the file (and that fsync'd)
-// before Abort returns; a crash between Begin and Commit leaves the record
-// in the file, which is a transition that may or may not have been taken
-// (for the memory store, which forgets everything on a crash, one never
-// answered). A torn last line (a crash during the write) is cut off by
-// the next OpenFile. What it does not: stop whoever can write the file
+// What it guarantees: a record Begin returned is on disk before Commit —
+// written and synced to the file's data (its bytes and the file's size,
+// as fdatasync) in one system call on Linux (pwritev2 with RWF_DSYNC),
+// by a write and an fsync elsewhere or on a kernel without it — and a
+// record aborted is cut off the file (and that fsync'd) before Abort
+// returns; the directory is fsync'd once when the file is opened, so
+// that a file just created is found again after a crash. A crash between
+// Begin and Commit leaves the record in the file, which is a transition
+// that may or may not have been taken (for the memory store, which
+// forgets everything on a crash, one never answered). A torn last line (a
+// crash during the write) is cut off by the next OpenFile. What it does not: stop whoever can write the file
 // from rewriting it; checkpoints signed with a key they do not hold show
 // what they changed up to the last checkpoint.
 type File struct {
@@ -43,7 +48,20 @@ type File struct {
 	head   Hash
 	now    func() time.Time
 	broken error // set when an abort could not cut a record: nothing more is written
+
+	// Used under mu, from Begin to Commit or Abort: one record is pending
+	// at a time, so its line and its Pending are the File's, not a new
+	// allocation each.
+	buf     []byte
+	pending Pending
+	// noDsync: the kernel refused pwritev2's RWF_DSYNC (before Linux
+	// 4.7); each record is written and fsync'd instead.
+	noDsync bool
 }
+
+// maxKeptBuf is the largest line buffer a File keeps between records: a
+// huge question's is dropped after use.
+const maxKeptBuf = 64 << 10
 
 // FileOptions configures [OpenFile].
 type FileOptions struct {
@@ -72,7 +90,26 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 		f.Close()
 		return nil, err
 	}
+	// A crash must not lose the file's name with it: its records are
+	// synced to the file's data, which does not cover the directory entry.
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 	return t, nil
+}
+
+// syncDir fsyncs the directory dir.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // recover finds the head, cutting off a torn last line.
@@ -105,16 +142,19 @@ func (t *File) recover() error {
 }
 
 // A Pending is a record written and made durable whose transition has not
-// yet taken effect: Commit or Abort it, once.
+// yet taken effect: Commit or Abort it, once. It is the File's own (one
+// is pending at a time): do not keep it after.
 type Pending struct {
 	t    *File
-	line []byte
+	sum  Hash  // the record's SHA-256: the next head
+	n    int64 // the line's length, with its newline
 	size int64 // the file's size before it
 }
 
-// Begin gives r its seq, time and prev, and appends it to the file, with
-// an fsync. The File stays locked (no other record is written) until the
-// Pending is committed or aborted. Any error means nothing was written.
+// Begin gives r its seq, time and prev, and appends it to the file, made
+// durable before Begin returns (see [File]). The File stays locked (no
+// other record is written) until the Pending is committed or aborted. Any
+// error means nothing was written.
 func (t *File) Begin(r Record) (*Pending, error) {
 	if err := r.Check(); err != nil {
 		return nil, err
@@ -124,14 +164,14 @@ func (t *File) Begin(r Record) (*Pending, error) {
 		t.mu.Unlock()
 		return nil, t.broken
 	}
-	line := Seal(r.AppendPrefix(make([]byte, 0, 256+len(r.Question))), t.seq+1, t.now().UnixMicro(), r.Result, t.head)
+	line := Seal(r.AppendPrefix(t.buf[:0]), t.seq+1, t.now().UnixMicro(), r.Result, t.head)
 	line = append(line, '\n')
-	p := &Pending{t: t, line: line, size: t.size}
-	_, err := t.f.Write(line)
-	if err == nil {
-		err = t.f.Sync()
+	if t.buf = line; cap(line) > maxKeptBuf {
+		t.buf = nil
 	}
-	if err != nil {
+	p := &t.pending
+	*p = Pending{t: t, sum: sha256.Sum256(line[:len(line)-1]), n: int64(len(line)), size: t.size}
+	if err := t.appendSync(line); err != nil {
 		err = fmt.Errorf("audit: append to %s: %w", t.path, err)
 		p.abort()
 		t.mu.Unlock()
@@ -148,8 +188,8 @@ func (p *Pending) Commit() {
 	}
 	t := p.t
 	t.seq++
-	t.head = sha256.Sum256(p.line[:len(p.line)-1])
-	t.size += int64(len(p.line))
+	t.head = p.sum
+	t.size += p.n
 	t.mu.Unlock()
 }
 
@@ -290,3 +330,12 @@ var _ Trail = (*File)(nil)
 
 // Path returns the trail file's path.
 func (t *File) Path() string { return t.path }
+
+// writeSync appends line to t's file with a write, then fsyncs it. t is
+// locked.
+func writeSync(t *File, line []byte) error {
+	if _, err := t.f.Write(line); err != nil {
+		return err
+	}
+	return t.f.Sync()
+}

@@ -41,12 +41,13 @@ type MemoryOptions struct {
 	// Audit, if set, is the trail every Add, Spend, Decide and Complete
 	// writes its record to (package audit; [audit.Recorded] says which
 	// answers get one), under the confirmation's shard lock and before
-	// the transition takes effect: the record is appended and fsync'd,
+	// the transition takes effect: the record is appended and synced,
 	// then the transition is applied, and no call sees it before. A
 	// record that cannot be written fails the call, changing nothing
 	// (an error that is none of the ledger's sentinels: the caller acts
 	// on nothing). While it is set, audited calls take effect one at a
-	// time, each costing a write and an fsync.
+	// time, each costing a write synced to the file's data (one
+	// pwritev2 with RWF_DSYNC on Linux; see [audit.File]).
 	Audit *audit.File
 }
 
