@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -104,13 +105,13 @@ func benchCall(cs *mcp.ClientSession, traceparent string) error {
 
 // BenchmarkObservabilityRatio alternates the same confirmed call (two
 // rounds through a real go-sdk client and server, the boundary, the flow
-// and the in-memory ledger, the action stubbed) through three servers, call
-// by call in one loop, each in turn first, so that all see the same
-// machine: off (no telemetry), metrics (Prometheus only) and on (metrics,
-// and traces: every call sampled by its client's traceparent, four spans
-// batched and exported over OTLP/HTTP by observe.FromEnv's provider to a
-// loopback collector that reads and drops them, standing in for a remote
-// one). It reports the median of each one's wall-clock times per call,
+// and the in-memory ledger, the action stubbed) through three servers,
+// call by call in one loop, in a fresh random order each round, so that
+// all see the same machine: off (no telemetry), metrics (Prometheus only)
+// and on (metrics, and traces: every call sampled by its client's
+// traceparent, four spans batched and exported over OTLP/HTTP by
+// observe.FromEnv's provider to a loopback collector that reads and drops
+// them, standing in for a remote one). It reports the median of each one's wall-clock times per call,
 // and the ratios of the medians, on/off (the target is at most 1.05) and
 // metrics/off: on a machine shared with other jobs a call descheduled for
 // milliseconds would move a mean by more than the telemetry costs.
@@ -228,11 +229,21 @@ func observabilityRatio(b *testing.B, stores ledgers) {
 			}
 		}
 	}
-	for k := 0; b.Loop(); k++ {
-		// Each takes each place in turn: the one after another's call
-		// would otherwise pay for its garbage every time.
-		for j := range servers {
-			i := (k + j) % len(servers)
+	// A fresh random order each round: each server takes each place, and
+	// follows each other one, about equally often. In a fixed rotation
+	// each would always follow the same one — on-tmpfs the on server,
+	// whose syncs leave the CPU idle for milliseconds (to the collector
+	// and other processes), which made on-tmpfs/off anything from 0.65 to
+	// 1.17 run to run — and the one after another's call would pay for
+	// its garbage every time.
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	order := make([]int, len(servers))
+	for i := range order {
+		order[i] = i
+	}
+	for b.Loop() {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, i := range order {
 			t0 := time.Now()
 			if err := benchCall(servers[i].cs, parent); err != nil {
 				b.Fatal(err)
