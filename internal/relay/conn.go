@@ -40,8 +40,10 @@ type conn struct {
 	// mux carries the relay's own tools/calls (mux.go); nil on a
 	// connection go-sdk must keep to itself.
 	mux *mux
-	// declared is what the connection declared to the upstream.
+	// declared is what the connection declared to the upstream; capsMeta
+	// the same as the _meta of a 2026-07-28 request carries it.
 	declared *mcp.ClientCapabilities
+	capsMeta map[string]any
 	// rootsClient is the client of a conn that relays the downstream
 	// client's roots; it announces their changes upstream.
 	rootsClient *mcp.Client
@@ -159,7 +161,7 @@ func (r *Relay) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUpstream, err)
 	}
-	c.cs, c.declared = cs, copts.Capabilities
+	c.cs, c.declared, c.capsMeta = cs, copts.Capabilities, declaredMeta(copts.Capabilities)
 	if mt != nil {
 		c.mux = mt.mux
 	}
@@ -284,16 +286,12 @@ func (c *conn) CallTool(ctx context.Context, req *mcp.CallToolRequest, args json
 	if len(args) == 0 {
 		args = json.RawMessage("{}") // never "null"
 	}
-	var (
-		res *mcp.CallToolResult
-		err error
-	)
 	if c.mux != nil {
-		res, err = c.callTool(ctx, meta, req.Params.Name, args, state, responses)
-	} else {
-		res, err = c.cs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: req.Params.Name, Arguments: args,
-			InputResponses: responses, RequestState: state})
+		// decodeResult's results are fresh already.
+		return c.callTool(ctx, meta, req.Params.Name, args, state, responses)
 	}
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: req.Params.Name, Arguments: args,
+		InputResponses: responses, RequestState: state})
 	if err != nil {
 		return nil, err
 	}

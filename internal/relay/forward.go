@@ -63,7 +63,7 @@ func (r *Relay) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		// The protocol's own _meta keys describe the upstream's hop (its
 		// serverInfo, say); go-sdk writes the relay's for this one.
-		if m := res.GetMeta(); len(m) > 0 {
+		if m := res.GetMeta(); hasProtocolKey(m) {
 			m = maps.Clone(m)
 			maps.DeleteFunc(m, func(k string, _ any) bool { return strings.HasPrefix(k, metaPrefix) })
 			res.SetMeta(m)
@@ -180,6 +180,17 @@ func scoped(c *mcp.Cacheable) {
 	if c.CacheScope == "" {
 		c.CacheScope = "private"
 	}
+}
+
+// hasProtocolKey reports whether m holds a key of the protocol's own
+// namespace (most results hold none: nothing to copy then).
+func hasProtocolKey(m mcp.Meta) bool {
+	for k := range m {
+		if strings.HasPrefix(k, metaPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // upstreamError turns an error of a forwarded request into the error the

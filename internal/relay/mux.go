@@ -192,16 +192,6 @@ func (m *mux) call(ctx context.Context, method string, params json.RawMessage) (
 	}
 }
 
-// wireCall is the params of a tools/call as the relay sends it: the
-// arguments as the client sent them.
-type wireCall struct {
-	Meta           mcp.Meta             `json:"_meta,omitempty"`
-	Name           string               `json:"name"`
-	Arguments      json.RawMessage      `json:"arguments"`
-	InputResponses mcp.InputResponseMap `json:"inputResponses,omitempty"`
-	RequestState   string               `json:"requestState,omitempty"`
-}
-
 // wireResult is a tools/call result as the relay reads it cheaply: when it
 // holds anything but text content, or asks for input, go-sdk decodes it.
 type wireResult struct {
@@ -224,7 +214,8 @@ type wireText struct {
 
 // decodeResult decodes a tools/call result: text content by the standard
 // library, anything else (other content, input requests) by go-sdk, so that
-// the result is what go-sdk's client would have returned.
+// the result is what go-sdk's client would have returned, fresh (without
+// the upstream hop's result type).
 func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	if res, ok := decodeTextResult(raw); ok {
 		return res, nil
@@ -233,7 +224,7 @@ func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("relay: the upstream's tools/call result: %w", err)
 	}
-	return &res, nil
+	return fresh(&res), nil
 }
 
 func decodeTextResult(raw json.RawMessage) (*mcp.CallToolResult, bool) {
@@ -261,7 +252,7 @@ func (c *conn) callTool(ctx context.Context, meta mcp.Meta, name string, args js
 	if c.modern() {
 		meta = c.requestMeta(meta)
 	}
-	params, err := json.Marshal(&wireCall{Meta: meta, Name: name, Arguments: args, InputResponses: responses, RequestState: state})
+	params, err := appendCall(nil, meta, name, args, state, responses)
 	if err != nil {
 		return nil, err
 	}
@@ -270,6 +261,73 @@ func (c *conn) callTool(ctx context.Context, meta mcp.Meta, name string, args js
 		return nil, err
 	}
 	return decodeResult(raw)
+}
+
+// appendCall appends to b the params of a tools/call, as encoding/json
+// would write mcp.CallToolParams's,
+// with the arguments as they are: encoding/json would scan and copy them
+// again (HTML-escaped) on every call, a second pass over what the client
+// sent. They must still be one JSON value, or they could add members of
+// their own to the request the upstream reads (another tool's name): that
+// is checked here, whoever the caller is.
+func appendCall(b []byte, meta mcp.Meta, name string, args json.RawMessage, state string, responses mcp.InputResponseMap) ([]byte, error) {
+	if !json.Valid(args) {
+		return nil, fmt.Errorf("relay: the arguments of %q are not one JSON value", name)
+	}
+	b = append(b, '{')
+	if len(meta) > 0 {
+		m, err := json.Marshal(meta)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `"_meta":`...), m...)
+		b = append(b, ',')
+	}
+	n, err := json.Marshal(name)
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(b, `"name":`...), n...)
+	b = append(append(b, `,"arguments":`...), args...)
+	if len(responses) > 0 {
+		r, err := json.Marshal(responses)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"inputResponses":`...), r...)
+	}
+	if state != "" {
+		st, err := json.Marshal(state)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"requestState":`...), st...)
+	}
+	return append(b, '}'), nil
+}
+
+// declaredMeta returns the capabilities declared, as go-sdk's client writes
+// them in each request's _meta in the 2026-07-28 era; computed once per
+// connection, and only read after.
+func declaredMeta(d *mcp.ClientCapabilities) map[string]any {
+	caps := map[string]any{}
+	if d == nil {
+		return caps
+	}
+	if d.Elicitation != nil {
+		caps["elicitation"] = d.Elicitation
+	}
+	//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+	if d.Sampling != nil {
+		//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
+		caps["sampling"] = d.Sampling
+	}
+	//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
+	if d.RootsV2 != nil {
+		//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
+		caps["roots"] = d.RootsV2
+	}
+	return caps
 }
 
 // requestMeta adds to m what go-sdk's client adds to each request of the
@@ -286,23 +344,7 @@ func (c *conn) requestMeta(m mcp.Meta) mcp.Meta {
 		m[mcp.MetaKeyClientInfo] = c.r.opts.Implementation
 	}
 	if _, ok := m[mcp.MetaKeyClientCapabilities]; !ok {
-		caps := map[string]any{}
-		if d := c.declared; d != nil {
-			if d.Elicitation != nil {
-				caps["elicitation"] = d.Elicitation
-			}
-			//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
-			if d.Sampling != nil {
-				//lint:ignore SA1019 sampling (deprecated by SEP-2577) is still relayed to the older-era client that declared it
-				caps["sampling"] = d.Sampling
-			}
-			//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
-			if d.RootsV2 != nil {
-				//lint:ignore SA1019 roots (deprecated by SEP-2577) are still relayed for the older-era client that declared them
-				caps["roots"] = d.RootsV2
-			}
-		}
-		m[mcp.MetaKeyClientCapabilities] = caps
+		m[mcp.MetaKeyClientCapabilities] = c.capsMeta
 	}
 	return m
 }

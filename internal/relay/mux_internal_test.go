@@ -63,3 +63,50 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// appendCall writes what encoding/json writes for the same call (as JSON
+// values: appendCall keeps the arguments' bytes), and refuses arguments
+// that are not one JSON value: such bytes could add members of their own
+// to the request the upstream reads, another tool's name among them.
+func TestAppendCall(t *testing.T) {
+	yes := mcp.InputResponseMap{"q": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}}
+	for _, tt := range []struct {
+		name      string
+		meta      mcp.Meta
+		tool      string
+		args      string
+		state     string
+		responses mcp.InputResponseMap
+	}{
+		{"bare", nil, "echo", `{}`, "", nil},
+		{"meta", mcp.Meta{"progressToken": "t-1", "k": map[string]any{"n": 1.5}}, "write", `{"path":"/tmp/a<b>&c","n":[1,2.5e3,null]}`, "", nil},
+		{"escapes", nil, "na\"me\u2028<x>", `{"s":"\u2028 \\ \"q\""}`, "st\"ate<>", nil},
+		{"rounds", mcp.Meta{}, "write", ` { "a" : 1 } `, "opaque.state", yes},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := appendCall(nil, tt.meta, tt.tool, json.RawMessage(tt.args), tt.state, tt.responses)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(&mcp.CallToolParams{Meta: tt.meta, Name: tt.tool, Arguments: json.RawMessage(tt.args), InputResponses: tt.responses, RequestState: tt.state})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g, w any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("appendCall wrote invalid JSON %s: %v", got, err)
+			}
+			if err := json.Unmarshal(want, &w); err != nil {
+				t.Fatal(err)
+			}
+			if mustJSON(t, g) != mustJSON(t, w) {
+				t.Fatalf("appendCall wrote\n%s\nencoding/json writes\n%s", got, want)
+			}
+		})
+	}
+	for _, args := range []string{``, `{}, "name":"delete"`, `{"a":1}{"b":2}`, `{"a":`, `{"a":1}, "requestState":"x"`} {
+		if b, err := appendCall(nil, nil, "write", json.RawMessage(args), "", nil); err == nil {
+			t.Errorf("arguments %q: wrote %s, want an error", args, b)
+		}
+	}
+}
