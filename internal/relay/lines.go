@@ -174,36 +174,27 @@ func (c *lineConn) decode(raw json.RawMessage) ([]jsonrpc.Message, error) {
 // relayAnswer reads raw as the answer to a call the relay sent: a response
 // whose id is a string starting with callPrefix. Keys are matched exactly,
 // as go-sdk matches them; anything else is not such an answer and is left
-// to go-sdk. A result with a null input request is refused here as the
-// guard refuses it (guard.go).
+// to go-sdk. raw is one valid JSON value (the decoder read it), so its
+// members are found by a scan of its bytes, without a second decoder. A
+// result with a null input request is refused when it is decoded
+// (decodeResult), as the guard refuses it (guard.go).
 func relayAnswer(raw json.RawMessage) (string, *jsonrpc.Response, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return "", nil, false
-	}
 	var (
 		version, id    string
 		haveID         bool
 		result, errRaw json.RawMessage
 	)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", nil, false
-		}
-		key, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return "", nil, false
+	ok := members(raw, func(k, v []byte) bool {
+		key, ok := memberKey(k)
+		if !ok {
+			return false
 		}
 		switch key {
 		case "jsonrpc":
-			if json.Unmarshal(v, &version) != nil {
-				return "", nil, false
-			}
+			return json.Unmarshal(v, &version) == nil
 		case "id":
-			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &id) != nil {
-				return "", nil, false
+			if v[0] != '"' || json.Unmarshal(v, &id) != nil {
+				return false
 			}
 			haveID = true
 		case "result":
@@ -211,10 +202,11 @@ func relayAnswer(raw json.RawMessage) (string, *jsonrpc.Response, bool) {
 		case "error":
 			errRaw = v
 		case "method", "params":
-			return "", nil, false
+			return false
 		}
-	}
-	if version != "2.0" || !haveID || len(id) <= len(callPrefix) || id[:len(callPrefix)] != callPrefix ||
+		return true
+	})
+	if !ok || version != "2.0" || !haveID || len(id) <= len(callPrefix) || id[:len(callPrefix)] != callPrefix ||
 		(result == nil) == (errRaw == nil) {
 		return "", nil, false
 	}
@@ -223,19 +215,102 @@ func relayAnswer(raw json.RawMessage) (string, *jsonrpc.Response, bool) {
 		return "", nil, false
 	}
 	resp := &jsonrpc.Response{ID: jid}
-	switch {
-	case errRaw != nil:
+	if errRaw != nil {
 		var werr jsonrpc.Error
 		if json.Unmarshal(errRaw, &werr) != nil {
 			return "", nil, false
 		}
 		resp.Error = &werr
-	case nullInputRequest(result):
-		resp.Error = errMalformedResult
-	default:
+	} else {
 		resp.Result = result
 	}
 	return id, resp, true
+}
+
+// members calls f with the key (as written, quotes included) and the value
+// of each member of raw, one valid JSON value, in order, until f returns
+// false. It reports whether raw is an object and f accepted every member.
+func members(raw []byte, f func(key, value []byte) bool) bool {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return false
+	}
+	if i = skipSpace(raw, i+1); raw[i] == '}' {
+		return true
+	}
+	for {
+		end := jsonStringEnd(raw, i)
+		key := raw[i:end]
+		i = skipSpace(raw, skipSpace(raw, end)+1) // past the colon
+		end = jsonValueEnd(raw, i)
+		if !f(key, raw[i:end]) {
+			return false
+		}
+		if i = skipSpace(raw, end); raw[i] == '}' {
+			return true
+		}
+		i = skipSpace(raw, i+1) // past the comma
+	}
+}
+
+// memberKey returns the key of a member as written (a JSON string, quotes
+// included), unescaped as go-sdk's decoder reads it.
+func memberKey(k []byte) (string, bool) {
+	if bytes.IndexByte(k, '\\') < 0 {
+		return string(k[1 : len(k)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(k, &s) == nil
+}
+
+// skipSpace returns the offset of the first byte at or after i of b that is
+// not JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// jsonStringEnd returns the offset just past the string that starts at
+// offset i of the valid JSON b.
+func jsonStringEnd(b []byte, i int) int {
+	for j := i + 1; ; j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+}
+
+// jsonValueEnd returns the offset just past the value that starts at
+// offset i of the valid JSON b.
+func jsonValueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return jsonStringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; ; j++ {
+			switch b[j] {
+			case '"':
+				j = jsonStringEnd(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
+		j++
+	}
+	return j
 }
 
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {

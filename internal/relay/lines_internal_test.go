@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -92,20 +93,22 @@ func TestLinesRelayAnswers(t *testing.T) {
 		line    string
 		taken   bool
 		wantErr bool // taken as an error
+		refused bool // taken as a result decodeResult refuses
 	}{
-		{"result", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{"content":[]}}`, true, false},
-		{"result first", `{"result":{"content":[]},"id":"mcp-confirm-relay-1","jsonrpc":"2.0"}`, true, false},
-		{"error", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","error":{"code":-32602,"message":"no"}}`, true, true},
-		{"null input request", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{"inputRequests":{"a":null}}}`, true, true},
-		{"go-sdk's id", `{"jsonrpc":"2.0","id":1,"result":{}}`, false, false},
-		{"another string id", `{"jsonrpc":"2.0","id":"x-1","result":{}}`, false, false},
-		{"the prefix alone", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-","result":{}}`, false, false},
-		{"a request under the relay's id", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","method":"ping"}`, false, false},
-		{"key spelt otherwise", `{"jsonrpc":"2.0","ID":"mcp-confirm-relay-1","result":{}}`, false, false},
-		{"Result spelt otherwise", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","Result":{}}`, false, false},
-		{"no version", `{"id":"mcp-confirm-relay-1","result":{}}`, false, false},
-		{"result and error", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{},"error":{"code":1,"message":"m"}}`, false, false},
-		{"not an object", `["mcp-confirm-relay-1"]`, false, false},
+		{"result", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{"content":[]}}`, true, false, false},
+		{"result first", `{"result":{"content":[]},"id":"mcp-confirm-relay-1","jsonrpc":"2.0"}`, true, false, false},
+		{"error", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","error":{"code":-32602,"message":"no"}}`, true, true, false},
+		{"null input request", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{"inputRequests":{"a":null}}}`, true, false, true},
+		{"null input request spelt otherwise", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{"content":[],"InputRequests":{"a":null}}}`, true, false, true},
+		{"go-sdk's id", `{"jsonrpc":"2.0","id":1,"result":{}}`, false, false, false},
+		{"another string id", `{"jsonrpc":"2.0","id":"x-1","result":{}}`, false, false, false},
+		{"the prefix alone", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-","result":{}}`, false, false, false},
+		{"a request under the relay's id", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","method":"ping"}`, false, false, false},
+		{"key spelt otherwise", `{"jsonrpc":"2.0","ID":"mcp-confirm-relay-1","result":{}}`, false, false, false},
+		{"Result spelt otherwise", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","Result":{}}`, false, false, false},
+		{"no version", `{"id":"mcp-confirm-relay-1","result":{}}`, false, false, false},
+		{"result and error", `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{},"error":{"code":1,"message":"m"}}`, false, false, false},
+		{"not an object", `["mcp-confirm-relay-1"]`, false, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tr := ownLines(&mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(tt.line + "\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")), Writer: nopWriteCloser{}})
@@ -134,6 +137,15 @@ func TestLinesRelayAnswers(t *testing.T) {
 				if (got.Error != nil) != tt.wantErr {
 					t.Errorf("answer %+v: error %v, want an error: %v", got, got.Error, tt.wantErr)
 				}
+				if got.Error == nil {
+					// The result goes to its caller through decodeResult,
+					// which refuses a null input request as guard.go
+					// refuses it on go-sdk's messages.
+					_, err := decodeResult(got.Result)
+					if refused := errors.Is(err, errMalformedResult); refused != tt.refused {
+						t.Errorf("decodeResult(%s): %v, want refused: %v", got.Result, err, tt.refused)
+					}
+				}
 				if got.ID.Raw() != "mcp-confirm-relay-1" {
 					t.Errorf("answer id %v", got.ID.Raw())
 				}
@@ -143,5 +155,52 @@ func TestLinesRelayAnswers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// relayAnswer reads what a decoder reading each member in turn reads: the
+// same answers, ids, results and errors, and the same refusals, for
+// answers in every spelling (white space, escaped keys, nested values,
+// strings holding brackets and quotes), and for what is not an answer.
+func TestRelayAnswerMembers(t *testing.T) {
+	for _, tt := range []struct {
+		raw    string
+		want   bool
+		result string
+	}{
+		{`{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{"content":[{"type":"text","text":"a]}\"{["}]}}`, true, `{"content":[{"type":"text","text":"a]}\"{["}]}`},
+		{"{ \"jsonrpc\" : \"2.0\" ,\n\t\"id\" : \"mcp-confirm-relay-2\" , \"result\" : [ 1 , { } , [ ] , \"x\" , null , true , -1.5e3 ] }", true, `[ 1 , { } , [ ] , "x" , null , true , -1.5e3 ]`},
+		{`{"\u006asonrpc":"2.0","i\u0064":"mcp-confirm-relay-3","result":null}`, true, `null`},
+		{`{"jsonrpc":"2.0","id":"mcp-confirm-relay-4","result":1,"extra":{"a":[1,2,{"b":"}"}]}}`, true, `1`},
+		{`{"jsonrpc":"2.0","id":"mcp-confirm-relay-5","error":{"code":-32000,"message":"no"}}`, true, ``},
+		{`{"jsonrpc":"2.0","id":"mcp-confirm-relay-6","result":{},"error":{"code":1,"message":"m"}}`, false, ``},
+		{`{"jsonrpc":"2.0","id":"mcp-confirm-relay-7"}`, false, ``},
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, false, ``},
+		{`{"jsonrpc":"2.0","id":"other-1","result":{}}`, false, ``},
+		{`{"jsonrpc":"2.0","id":"mcp-confirm-relay-","result":{}}`, false, ``},
+		{`{"jsonrpc":"1.0","id":"mcp-confirm-relay-8","result":{}}`, false, ``},
+		{`{"jsonrpc":"2.0","ID":"mcp-confirm-relay-9","result":{}}`, false, ``},
+		{`{"jsonrpc":"2.0","id":"mcp-confirm-relay-10","Result":{}}`, false, ``},
+		{`{"jsonrpc":"2.0","id":"mcp-confirm-relay-11","method":"x","result":{}}`, false, ``},
+		{`{"jsonrpc":"2.0","id":"mcp-confirm-relay-12","result":{},"params":{}}`, false, ``},
+		{`{"jsonrpc":"2.0","id":"mcp-confirm-relay-13","error":"not an error object"}`, false, ``},
+		{`["jsonrpc"]`, false, ``},
+		{`"mcp-confirm-relay-14"`, false, ``},
+		{`{}`, false, ``},
+	} {
+		id, resp, ok := relayAnswer(json.RawMessage(tt.raw))
+		if ok != tt.want {
+			t.Errorf("%s: taken %v, want %v", tt.raw, ok, tt.want)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if resp.ID.Raw() != id || !strings.HasPrefix(id, callPrefix) {
+			t.Errorf("%s: id %q, response id %v", tt.raw, id, resp.ID.Raw())
+		}
+		if string(resp.Result) != tt.result || (tt.result == "") != (resp.Error != nil) {
+			t.Errorf("%s: result %s, error %v; want result %s", tt.raw, resp.Result, resp.Error, tt.result)
+		}
 	}
 }

@@ -220,6 +220,11 @@ func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	if res, ok := decodeTextResult(raw); ok {
 		return res, nil
 	}
+	if nullInputRequest(raw) {
+		// As guard.go refuses it on go-sdk's own messages: go-sdk's
+		// decoding would crash on it.
+		return nil, errMalformedResult
+	}
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("relay: the upstream's tools/call result: %w", err)
