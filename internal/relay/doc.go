@@ -127,16 +127,19 @@
 //
 // On each connection but go-sdk's streamable and SSE client ones, the
 // relay sends tools/call itself beside the go-sdk client session, under ids
-// go-sdk never uses, and reads a text result with the standard library
-// rather than go-sdk's decoder and its 32 KiB buffer per decode
-// (TestDecodeResultAsGoSDK: the same result either way); everything else
-// on the connection is go-sdk's. On a command's connection
+// go-sdk never uses, writes its params with the arguments' bytes as they
+// are (one JSON value, or the call is not sent: TestAppendCall), and reads
+// a text result by a scan of its bytes, keys matched exactly as go-sdk
+// matches them, rather than by go-sdk's decoder and its 32 KiB buffer per
+// decode (TestDecodeResultAsGoSDK: the same result either way, and
+// anything else is go-sdk's to decode); everything else on the connection
+// is go-sdk's. On a command's connection
 // (mcp.CommandTransport, started and stopped as go-sdk does) or another
 // newline-delimited one (mcp.IOTransport), the relay reads the messages
 // itself: go-sdk decodes each once where its own connection decodes it
-// twice, and the answers to the relay's own calls are read by the standard
-// library and go to their callers from the reading goroutine, guarded as
-// above (TestLinesReadAsGoSDK: the same messages and the same failures as
+// twice, and the answers to the relay's own calls are read by a scan of
+// the bytes the framing decoder validated (TestRelayAnswerMembers) and go
+// to their callers from the reading goroutine, guarded as above (TestLinesReadAsGoSDK: the same messages and the same failures as
 // go-sdk's IOTransport; TestLinesRelayAnswers). One difference: a batch of
 // requests from an upstream of the 2025-03-26 era is answered message by
 // message, not in one batch.

@@ -22,8 +22,8 @@ import (
 // reads twice (once as a batch, then as a message), each time with a fresh
 // 32 KiB buffer, and hands it from its reading goroutine to the session's.
 // Here each message is decoded once by go-sdk (jsonrpc.DecodeMessage), and
-// the answer to a call the relay sent itself (mux.go) is read by the
-// standard library and goes from the reading goroutine to its caller. The
+// the answer to a call the relay sent itself (mux.go) is read by a scan of
+// its bytes and goes from the reading goroutine to its caller. The
 // process is started and stopped as go-sdk's CommandTransport does.
 
 // linesTransport is a transport whose connections are lineConns.
@@ -247,6 +247,26 @@ func members(raw []byte, f func(key, value []byte) bool) bool {
 			return false
 		}
 		if i = skipSpace(raw, end); raw[i] == '}' {
+			return true
+		}
+		i = skipSpace(raw, i+1) // past the comma
+	}
+}
+
+// elements calls f with each element of the JSON array raw (valid JSON),
+// in order, until f returns false. It reports whether f accepted every
+// element.
+func elements(raw []byte, f func(value []byte) bool) bool {
+	i := skipSpace(raw, 1)
+	if raw[i] == ']' {
+		return true
+	}
+	for {
+		end := jsonValueEnd(raw, i)
+		if !f(raw[i:end]) {
+			return false
+		}
+		if i = skipSpace(raw, end); raw[i] == ']' {
 			return true
 		}
 		i = skipSpace(raw, i+1) // past the comma

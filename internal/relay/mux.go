@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -192,32 +193,12 @@ func (m *mux) call(ctx context.Context, method string, params json.RawMessage) (
 	}
 }
 
-// wireResult is a tools/call result as the relay reads it cheaply: when it
-// holds anything but text content, or asks for input, go-sdk decodes it.
-type wireResult struct {
-	Meta              mcp.Meta        `json:"_meta,omitempty"`
-	Content           []wireText      `json:"content"`
-	StructuredContent any             `json:"structuredContent,omitempty"`
-	IsError           bool            `json:"isError,omitempty"`
-	InputRequests     json.RawMessage `json:"inputRequests,omitempty"`
-	RequestState      string          `json:"requestState,omitempty"`
-}
-
-// wireText is a content item read as text; go-sdk too keeps only these
-// fields of a text item.
-type wireText struct {
-	Type        string           `json:"type"`
-	Text        *string          `json:"text"`
-	Meta        mcp.Meta         `json:"_meta,omitempty"`
-	Annotations *mcp.Annotations `json:"annotations,omitempty"`
-}
-
-// decodeResult decodes a tools/call result: text content by the standard
-// library, anything else (other content, input requests) by go-sdk, so that
+// decodeResult decodes a tools/call result: text content by a scan of its
+// bytes, anything else (other content, input requests) by go-sdk, so that
 // the result is what go-sdk's client would have returned, fresh (without
 // the upstream hop's result type).
 func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
-	if res, ok := decodeTextResult(raw); ok {
+	if res, ok := scanTextResult(raw); ok {
 		return res, nil
 	}
 	if nullInputRequest(raw) {
@@ -232,23 +213,97 @@ func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	return fresh(&res), nil
 }
 
-func decodeTextResult(raw json.RawMessage) (*mcp.CallToolResult, bool) {
-	var w wireResult
-	if json.Unmarshal(raw, &w) != nil || w.Content == nil {
-		return nil, false
+// scanTextResult reads the commonest result, text content only, by a scan
+// of raw's bytes (one valid JSON value: the decoder that framed the
+// message has validated it): content whose items hold a type, "text", a
+// text and perhaps _meta; perhaps isError, requestState, _meta and
+// structuredContent (both decoded by encoding/json, as go-sdk's client
+// decodes them into maps and any). Keys are matched exactly, as go-sdk
+// matches them, and each once; anything else it leaves to go-sdk.
+func scanTextResult(raw []byte) (*mcp.CallToolResult, bool) {
+	res := &mcp.CallToolResult{}
+	var seen [5]bool
+	once := func(i int) bool {
+		ok := !seen[i]
+		seen[i] = true
+		return ok
 	}
-	if len(w.InputRequests) > 0 && !bytes.Equal(w.InputRequests, []byte("null")) {
-		return nil, false
-	}
-	res := &mcp.CallToolResult{Meta: w.Meta, StructuredContent: w.StructuredContent, IsError: w.IsError,
-		RequestState: w.RequestState, Content: make([]mcp.Content, len(w.Content))}
-	for i, t := range w.Content {
-		if t.Type != "text" || t.Text == nil {
-			return nil, false
+	ok := members(raw, func(k, v []byte) bool {
+		switch string(k) {
+		case `"content"`:
+			if !once(0) || v[0] != '[' {
+				return false
+			}
+			res.Content = []mcp.Content{}
+			return elements(v, func(item []byte) bool {
+				c, ok := scanText(item)
+				if ok {
+					res.Content = append(res.Content, c)
+				}
+				return ok
+			})
+		case `"isError"`:
+			res.IsError = string(v) == "true"
+			return once(1) && (res.IsError || string(v) == "false")
+		case `"requestState"`:
+			var ok bool
+			res.RequestState, ok = scanString(v)
+			return once(2) && ok
+		case `"_meta"`:
+			return once(3) && json.Unmarshal(v, &res.Meta) == nil
+		case `"structuredContent"`:
+			return once(4) && json.Unmarshal(v, &res.StructuredContent) == nil
+		case `"resultType"`:
+			return true // the upstream hop's
 		}
-		res.Content[i] = &mcp.TextContent{Text: *t.Text, Meta: t.Meta, Annotations: t.Annotations}
+		return false
+	})
+	return res, ok && seen[0]
+}
+
+// scanText reads a content item that holds exactly a type, "text", a
+// text, and perhaps _meta.
+func scanText(item []byte) (*mcp.TextContent, bool) {
+	c := &mcp.TextContent{}
+	var typed, texted, meta bool
+	ok := members(item, func(k, v []byte) bool {
+		switch string(k) {
+		case `"type"`:
+			if typed || string(v) != `"text"` {
+				return false
+			}
+			typed = true
+			return true
+		case `"text"`:
+			if texted {
+				return false
+			}
+			var ok bool
+			c.Text, ok = scanString(v)
+			texted = true
+			return ok
+		case `"_meta"`:
+			if meta {
+				return false
+			}
+			meta = true
+			return json.Unmarshal(v, &c.Meta) == nil
+		}
+		return false
+	})
+	return c, ok && typed && texted
+}
+
+// scanString returns the JSON string v as encoding/json decodes it.
+func scanString(v []byte) (string, bool) {
+	if v[0] != '"' {
+		return "", false
 	}
-	return res, true
+	if in := v[1 : len(v)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+		return string(in), true
+	}
+	var s string
+	return s, json.Unmarshal(v, &s) == nil
 }
 
 // callTool sends one tools/call through the mux (see the top of this file)

@@ -29,6 +29,23 @@ func TestDecodeResultAsGoSDK(t *testing.T) {
 		`{}`,
 		`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object"}}}},"requestState":"s"}`,
 		`{"content":[{"type":"text","text":"t"}],"requestState":"s","inputRequests":null}`,
+		// What scanTextResult reads, and what it must leave to the rest.
+		"{ \"content\" : [ { \"type\" : \"text\" , \"text\" : \"a \\\"q\\\" \\u00e9 \\n ]}\" } , {\"text\":\"b\",\"type\":\"text\"} ] ,\n\"isError\" : false , \"resultType\":\"complete\" }",
+		"{\"content\":[{\"type\":\"text\",\"text\":\"bad \xff\xfe utf-8\"}],\"requestState\":\"s\\u0041\"}",
+		`{"content":[],"isError":true}`,
+		`{"Content":[{"type":"text","text":"case"}]}`,
+		`{"content":[{"Type":"text","text":"case"}]}`,
+		`{"content":[{"type":"text","TEXT":"case"}]}`,
+		`{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}`,
+		`{"content":[{"type":"text","text":"first","text":"second"}]}`,
+		`{"content":[{"type":"text","text":"t"}],"isError":null}`,
+		`{"content":[{"type":"text","text":"t"}],"isError":true,"isError":false}`,
+		`{"content":[{"type":"text","text":"t"}],"requestState":null}`,
+		`{"content":[{"type":"text","text":"t"}],"_meta":{"k":"v"}}`,
+		`{"content":[{"type":"text","text":"t"}],"structuredContent":{"k":[1,{"a":"]"}]}}`,
+		`{"content":[{"type":"text","text":"t"}],"inputRequests":{"q":{"method":"elicitation/create","params":{"message":"m"}}}}`,
+		`{"content":{"type":"text","text":"not an array"}}`,
+		`{"content":["text"]}`,
 	} {
 		got, err := decodeResult(json.RawMessage(raw))
 		var want mcp.CallToolResult
@@ -62,6 +79,20 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// scanTextResult reads the commonest results itself (or the relay would
+// decode them twice as slowly, and nothing would say so).
+func TestScanTextResultTakes(t *testing.T) {
+	for _, raw := range []string{
+		`{"content":[{"type":"text","text":"hello"}]}`,
+		`{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"isError":true,"resultType":"complete"}`,
+		`{"resultType":"complete","content":[]}`,
+	} {
+		if _, ok := scanTextResult([]byte(raw)); !ok {
+			t.Errorf("%s: left to encoding/json", raw)
+		}
+	}
 }
 
 // appendCall writes what encoding/json writes for the same call (as JSON
