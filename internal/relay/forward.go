@@ -64,9 +64,7 @@ func (r *Relay) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		// The protocol's own _meta keys describe the upstream's hop (its
 		// serverInfo, say); go-sdk writes the relay's for this one.
 		if m := res.GetMeta(); hasProtocolKey(m) {
-			m = maps.Clone(m)
-			maps.DeleteFunc(m, func(k string, _ any) bool { return strings.HasPrefix(k, metaPrefix) })
-			res.SetMeta(m)
+			res.SetMeta(withoutProtocolKeys(m))
 		}
 		return res, nil
 	}
@@ -180,6 +178,17 @@ func scoped(c *mcp.Cacheable) {
 	if c.CacheScope == "" {
 		c.CacheScope = "private"
 	}
+}
+
+// withoutProtocolKeys returns m, or a copy of it without the protocol's
+// own keys if it holds any.
+func withoutProtocolKeys(m mcp.Meta) mcp.Meta {
+	if !hasProtocolKey(m) {
+		return m
+	}
+	m = maps.Clone(m)
+	maps.DeleteFunc(m, func(k string, _ any) bool { return strings.HasPrefix(k, metaPrefix) })
+	return m
 }
 
 // hasProtocolKey reports whether m holds a key of the protocol's own

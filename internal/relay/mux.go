@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,8 +196,9 @@ func (m *mux) call(ctx context.Context, method string, params json.RawMessage) (
 
 // decodeResult decodes a tools/call result: text content by a scan of its
 // bytes, anything else (other content, input requests) by go-sdk, so that
-// the result is what go-sdk's client would have returned, fresh (without
-// the upstream hop's result type).
+// the result is what go-sdk's client would have returned, fresh: without
+// the upstream hop's result type and the protocol's own _meta keys, which
+// describe that hop (the relay leaves them out of every result).
 func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	if res, ok := scanTextResult(raw); ok {
 		return res, nil
@@ -210,16 +212,19 @@ func decodeResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("relay: the upstream's tools/call result: %w", err)
 	}
-	return fresh(&res), nil
+	out := fresh(&res)
+	out.Meta = withoutProtocolKeys(out.Meta)
+	return out, nil
 }
 
 // scanTextResult reads the commonest result, text content only, by a scan
 // of raw's bytes (one valid JSON value: the decoder that framed the
 // message has validated it): content whose items hold a type, "text", a
 // text and perhaps _meta; perhaps isError, requestState, _meta and
-// structuredContent (both decoded by encoding/json, as go-sdk's client
-// decodes them into maps and any). Keys are matched exactly, as go-sdk
-// matches them, and each once; anything else it leaves to go-sdk.
+// structuredContent (their values decoded by encoding/json, as go-sdk's
+// client decodes them into maps and any; the protocol's own _meta keys
+// left out: scanMeta). Keys are matched exactly, as go-sdk matches them,
+// and each once; anything else it leaves to go-sdk.
 func scanTextResult(raw []byte) (*mcp.CallToolResult, bool) {
 	res := &mcp.CallToolResult{}
 	var seen [5]bool
@@ -250,7 +255,9 @@ func scanTextResult(raw []byte) (*mcp.CallToolResult, bool) {
 			res.RequestState, ok = scanString(v)
 			return once(2) && ok
 		case `"_meta"`:
-			return once(3) && json.Unmarshal(v, &res.Meta) == nil
+			var ok bool
+			res.Meta, ok = scanMeta(v)
+			return once(3) && ok
 		case `"structuredContent"`:
 			return once(4) && json.Unmarshal(v, &res.StructuredContent) == nil
 		case `"resultType"`:
@@ -259,6 +266,36 @@ func scanTextResult(raw []byte) (*mcp.CallToolResult, bool) {
 		return false
 	})
 	return res, ok && seen[0]
+}
+
+// scanMeta decodes a result's _meta as go-sdk's client does, but for the
+// protocol's own keys, which describe the upstream's hop and which the
+// relay leaves out of every result it returns (Relay.middleware): they are
+// not decoded at all.
+func scanMeta(v []byte) (mcp.Meta, bool) {
+	if string(v) == "null" {
+		return nil, true
+	}
+	var m mcp.Meta
+	ok := members(v, func(k, v []byte) bool {
+		key, ok := memberKey(k)
+		if !ok {
+			return false
+		}
+		if strings.HasPrefix(key, metaPrefix) {
+			return true
+		}
+		var x any
+		if json.Unmarshal(v, &x) != nil {
+			return false
+		}
+		if m == nil {
+			m = mcp.Meta{}
+		}
+		m[key] = x
+		return true
+	})
+	return m, ok
 }
 
 // scanText reads a content item that holds exactly a type, "text", a

@@ -45,6 +45,11 @@ func TestDecodeResultAsGoSDK(t *testing.T) {
 		`{"content":[{"type":"text","text":"t"}],"structuredContent":{"k":[1,{"a":"]"}]}}`,
 		`{"content":[{"type":"text","text":"t"}],"inputRequests":{"q":{"method":"elicitation/create","params":{"message":"m"}}}}`,
 		`{"content":{"type":"text","text":"not an array"}}`,
+		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"},"k":{"n":[1,2]},"io.modelcontextprotocol/x":1},"content":[{"type":"text","text":"t"}]}`,
+		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u"}},"content":[{"type":"text","text":"t"}]}`,
+		`{"_meta":null,"content":[{"type":"text","text":"t"}]}`,
+		`{"_meta":{"k":1,"k":2},"content":[{"type":"text","text":"t"}]}`,
+		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u"}},"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`,
 		`{"content":["text"]}`,
 	} {
 		got, err := decodeResult(json.RawMessage(raw))
@@ -57,8 +62,10 @@ func TestDecodeResultAsGoSDK(t *testing.T) {
 		if err != nil {
 			continue
 		}
+		wf := fresh(&want)
+		wf.Meta = withoutProtocolKeys(wf.Meta)
 		g, _ := json.Marshal(fresh(got))
-		w, _ := json.Marshal(fresh(&want))
+		w, _ := json.Marshal(wf)
 		if string(g) != string(w) {
 			t.Errorf("%s:\n got  %s\n want %s", raw, g, w)
 		}
@@ -88,6 +95,7 @@ func TestScanTextResultTakes(t *testing.T) {
 		`{"content":[{"type":"text","text":"hello"}]}`,
 		`{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"isError":true,"resultType":"complete"}`,
 		`{"resultType":"complete","content":[]}`,
+		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"}},"content":[{"type":"text","text":"t"}],"resultType":"complete"}`,
 	} {
 		if _, ok := scanTextResult([]byte(raw)); !ok {
 			t.Errorf("%s: left to encoding/json", raw)
