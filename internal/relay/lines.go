@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-confirm/mcp-confirm/internal/jsonstring"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -185,7 +186,7 @@ func relayAnswer(raw json.RawMessage) (string, *jsonrpc.Response, bool) {
 		result, errRaw json.RawMessage
 	)
 	ok := members(raw, func(k, v []byte) bool {
-		key, ok := memberKey(k)
+		key, ok := unquote(k)
 		if !ok {
 			return false
 		}
@@ -273,14 +274,14 @@ func elements(raw []byte, f func(value []byte) bool) bool {
 	}
 }
 
-// memberKey returns the key of a member as written (a JSON string, quotes
-// included), unescaped as go-sdk's decoder reads it.
-func memberKey(k []byte) (string, bool) {
-	if bytes.IndexByte(k, '\\') < 0 {
-		return string(k[1 : len(k)-1]), true
-	}
-	var s string
-	return s, json.Unmarshal(k, &s) == nil
+// unquote returns the JSON string q (quotes included) as encoding/json,
+// and so go-sdk's decoder, reads it: escapes decoded, each byte that is
+// not UTF-8 read as U+FFFD (package jsonstring); false if q is not one
+// string. Attack stopped: a key or value spelt with bytes that are not
+// UTF-8 read by the relay as other than the client reads it.
+func unquote(q []byte) (string, bool) {
+	s, err := jsonstring.Unquote(q)
+	return s, err == nil
 }
 
 // skipSpace returns the offset of the first byte at or after i of b that is

@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -252,7 +250,7 @@ func scanTextResult(raw []byte) (*mcp.CallToolResult, bool) {
 			return once(1) && (res.IsError || string(v) == "false")
 		case `"requestState"`:
 			var ok bool
-			res.RequestState, ok = scanString(v)
+			res.RequestState, ok = unquote(v)
 			return once(2) && ok
 		case `"_meta"`:
 			var ok bool
@@ -278,7 +276,7 @@ func scanMeta(v []byte) (mcp.Meta, bool) {
 	}
 	var m mcp.Meta
 	ok := members(v, func(k, v []byte) bool {
-		key, ok := memberKey(k)
+		key, ok := unquote(k)
 		if !ok {
 			return false
 		}
@@ -316,7 +314,7 @@ func scanText(item []byte) (*mcp.TextContent, bool) {
 				return false
 			}
 			var ok bool
-			c.Text, ok = scanString(v)
+			c.Text, ok = unquote(v)
 			texted = true
 			return ok
 		case `"_meta"`:
@@ -329,18 +327,6 @@ func scanText(item []byte) (*mcp.TextContent, bool) {
 		return false
 	})
 	return c, ok && typed && texted
-}
-
-// scanString returns the JSON string v as encoding/json decodes it.
-func scanString(v []byte) (string, bool) {
-	if v[0] != '"' {
-		return "", false
-	}
-	if in := v[1 : len(v)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
-		return string(in), true
-	}
-	var s string
-	return s, json.Unmarshal(v, &s) == nil
 }
 
 // callTool sends one tools/call through the mux (see the top of this file)

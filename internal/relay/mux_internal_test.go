@@ -2,72 +2,94 @@ package relay
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// decodeResult returns what go-sdk's client would have: the wire form of
-// the relay's fresh copy of its result equals that of go-sdk's own decoding
-// of the same bytes, for text results read cheaply and for everything it
-// leaves to go-sdk.
+// decodeResultSeeds are results of every shape decodeResult reads itself
+// or leaves to go-sdk, and the spellings where a scan could part from
+// go-sdk's decoding: case, duplicate keys, escapes, invalid UTF-8, nulls.
+var decodeResultSeeds = []string{
+	`{"content":[{"type":"text","text":"hello"}]}`,
+	`{"content":[{"type":"text","text":""}],"isError":true}`,
+	`{"content":[{"type":"text","text":"a","_meta":{"k":1},"annotations":{"audience":["user"],"priority":0.5}},{"type":"text","text":"b"}]}`,
+	`{"_meta":{"x":"y","io.modelcontextprotocol/serverInfo":{"name":"u"}},"content":[],"structuredContent":{"n":1.5,"l":[1,"two",null]}}`,
+	`{"content":[{"type":"text","text":"t"}],"resultType":"complete","ttlMs":5}`,
+	`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`,
+	`{"content":[{"type":"text","text":"t"},{"type":"resource_link","uri":"file:///a","name":"a"}]}`,
+	`{"content":[{"type":"text","text":"t","unknown":1}]}`,
+	`{"content":[{"type":"text","text":"t","data":"aGk=","mimeType":"image/png"}]}`,
+	`{"content":[{"type":"text","text":1}]}`,
+	`{"content":[{"type":"image","text":"t","data":"aGk=","mimeType":"image/png"}]}`,
+	`{"content":[{"type":"text"}]}`,
+	`{"content":null}`,
+	`{}`,
+	`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object"}}}},"requestState":"s"}`,
+	`{"content":[{"type":"text","text":"t"}],"requestState":"s","inputRequests":null}`,
+	// What scanTextResult reads, and what it must leave to the rest.
+	"{ \"content\" : [ { \"type\" : \"text\" , \"text\" : \"a \\\"q\\\" \\u00e9 \\n ]}\" } , {\"text\":\"b\",\"type\":\"text\"} ] ,\n\"isError\" : false , \"resultType\":\"complete\" }",
+	"{\"content\":[{\"type\":\"text\",\"text\":\"bad \xff\xfe utf-8\"}],\"requestState\":\"s\\u0041\"}",
+	`{"content":[],"isError":true}`,
+	`{"Content":[{"type":"text","text":"case"}]}`,
+	`{"content":[{"Type":"text","text":"case"}]}`,
+	`{"content":[{"type":"text","TEXT":"case"}]}`,
+	`{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}`,
+	`{"content":[{"type":"text","text":"first","text":"second"}]}`,
+	`{"content":[{"type":"text","text":"t"}],"isError":null}`,
+	`{"content":[{"type":"text","text":"t"}],"isError":true,"isError":false}`,
+	`{"content":[{"type":"text","text":"t"}],"requestState":null}`,
+	`{"content":[{"type":"text","text":"t"}],"_meta":{"k":"v"}}`,
+	`{"content":[{"type":"text","text":"t"}],"structuredContent":{"k":[1,{"a":"]"}]}}`,
+	`{"content":[{"type":"text","text":"t"}],"inputRequests":{"q":{"method":"elicitation/create","params":{"message":"m"}}}}`,
+	`{"content":{"type":"text","text":"not an array"}}`,
+	`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"},"k":{"n":[1,2]},"io.modelcontextprotocol/x":1},"content":[{"type":"text","text":"t"}]}`,
+	`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u"}},"content":[{"type":"text","text":"t"}]}`,
+	`{"_meta":null,"content":[{"type":"text","text":"t"}]}`,
+	`{"_meta":{"k":1,"k":2},"content":[{"type":"text","text":"t"}]}`,
+	`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u"}},"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`,
+	`{"content":["text"]}`,
+}
+
+// asGoSDK returns "" if decodeResult reads raw as go-sdk's client would:
+// both refuse it, or the wire form of the relay's fresh copy of its result
+// equals that of go-sdk's own decoding of the same bytes (less the
+// protocol's own _meta keys, which the relay leaves out of every result).
+// Otherwise it says how they differ.
+func asGoSDK(decode func(json.RawMessage) (*mcp.CallToolResult, error), raw []byte) string {
+	got, err := decode(json.RawMessage(raw))
+	if nullInputRequest(raw) {
+		// go-sdk's decoding crashes on it; the relay must refuse it.
+		if err == nil {
+			return fmt.Sprintf("%q: a null input request read as a result", raw)
+		}
+		return ""
+	}
+	var want mcp.CallToolResult
+	werr := json.Unmarshal(raw, &want)
+	if (err != nil) != (werr != nil) {
+		return fmt.Sprintf("%q: err %v, go-sdk's %v", raw, err, werr)
+	}
+	if err != nil {
+		return ""
+	}
+	wf := fresh(&want)
+	wf.Meta = withoutProtocolKeys(wf.Meta)
+	g, gerr := json.Marshal(fresh(got))
+	w, werr := json.Marshal(wf)
+	if string(g) != string(w) || (gerr != nil) != (werr != nil) {
+		return fmt.Sprintf("%q:\n got  %s (%v)\n want %s (%v)", raw, g, gerr, w, werr)
+	}
+	return ""
+}
+
+// decodeResult returns what go-sdk's client would have, for text results
+// read cheaply and for everything it leaves to go-sdk.
 func TestDecodeResultAsGoSDK(t *testing.T) {
-	for _, raw := range []string{
-		`{"content":[{"type":"text","text":"hello"}]}`,
-		`{"content":[{"type":"text","text":""}],"isError":true}`,
-		`{"content":[{"type":"text","text":"a","_meta":{"k":1},"annotations":{"audience":["user"],"priority":0.5}},{"type":"text","text":"b"}]}`,
-		`{"_meta":{"x":"y","io.modelcontextprotocol/serverInfo":{"name":"u"}},"content":[],"structuredContent":{"n":1.5,"l":[1,"two",null]}}`,
-		`{"content":[{"type":"text","text":"t"}],"resultType":"complete","ttlMs":5}`,
-		`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`,
-		`{"content":[{"type":"text","text":"t"},{"type":"resource_link","uri":"file:///a","name":"a"}]}`,
-		`{"content":[{"type":"text","text":"t","unknown":1}]}`,
-		`{"content":[{"type":"text","text":"t","data":"aGk=","mimeType":"image/png"}]}`,
-		`{"content":[{"type":"text","text":1}]}`,
-		`{"content":[{"type":"image","text":"t","data":"aGk=","mimeType":"image/png"}]}`,
-		`{"content":[{"type":"text"}]}`,
-		`{"content":null}`,
-		`{}`,
-		`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object"}}}},"requestState":"s"}`,
-		`{"content":[{"type":"text","text":"t"}],"requestState":"s","inputRequests":null}`,
-		// What scanTextResult reads, and what it must leave to the rest.
-		"{ \"content\" : [ { \"type\" : \"text\" , \"text\" : \"a \\\"q\\\" \\u00e9 \\n ]}\" } , {\"text\":\"b\",\"type\":\"text\"} ] ,\n\"isError\" : false , \"resultType\":\"complete\" }",
-		"{\"content\":[{\"type\":\"text\",\"text\":\"bad \xff\xfe utf-8\"}],\"requestState\":\"s\\u0041\"}",
-		`{"content":[],"isError":true}`,
-		`{"Content":[{"type":"text","text":"case"}]}`,
-		`{"content":[{"Type":"text","text":"case"}]}`,
-		`{"content":[{"type":"text","TEXT":"case"}]}`,
-		`{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}]}`,
-		`{"content":[{"type":"text","text":"first","text":"second"}]}`,
-		`{"content":[{"type":"text","text":"t"}],"isError":null}`,
-		`{"content":[{"type":"text","text":"t"}],"isError":true,"isError":false}`,
-		`{"content":[{"type":"text","text":"t"}],"requestState":null}`,
-		`{"content":[{"type":"text","text":"t"}],"_meta":{"k":"v"}}`,
-		`{"content":[{"type":"text","text":"t"}],"structuredContent":{"k":[1,{"a":"]"}]}}`,
-		`{"content":[{"type":"text","text":"t"}],"inputRequests":{"q":{"method":"elicitation/create","params":{"message":"m"}}}}`,
-		`{"content":{"type":"text","text":"not an array"}}`,
-		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u","version":"1"},"k":{"n":[1,2]},"io.modelcontextprotocol/x":1},"content":[{"type":"text","text":"t"}]}`,
-		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u"}},"content":[{"type":"text","text":"t"}]}`,
-		`{"_meta":null,"content":[{"type":"text","text":"t"}]}`,
-		`{"_meta":{"k":1,"k":2},"content":[{"type":"text","text":"t"}]}`,
-		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"u"}},"content":[{"type":"image","data":"aGk=","mimeType":"image/png"}]}`,
-		`{"content":["text"]}`,
-	} {
-		got, err := decodeResult(json.RawMessage(raw))
-		var want mcp.CallToolResult
-		werr := json.Unmarshal([]byte(raw), &want)
-		if (err != nil) != (werr != nil) {
-			t.Errorf("%s: err %v, go-sdk's %v", raw, err, werr)
-			continue
-		}
-		if err != nil {
-			continue
-		}
-		wf := fresh(&want)
-		wf.Meta = withoutProtocolKeys(wf.Meta)
-		g, _ := json.Marshal(fresh(got))
-		w, _ := json.Marshal(wf)
-		if string(g) != string(w) {
-			t.Errorf("%s:\n got  %s\n want %s", raw, g, w)
+	for _, raw := range decodeResultSeeds {
+		if msg := asGoSDK(decodeResult, []byte(raw)); msg != "" {
+			t.Error(msg)
 		}
 	}
 	// The control: the comparison sees a difference in one character.
@@ -76,6 +98,59 @@ func TestDecodeResultAsGoSDK(t *testing.T) {
 	json.Unmarshal([]byte(`{"content":[{"type":"text","text":"hellO"}]}`), &b)
 	if x, y := mustJSON(t, a), mustJSON(t, &b); x == y {
 		t.Fatalf("two different results marshal alike: %s", x)
+	}
+}
+
+// FuzzDecodeResult asserts that decodeResult reads any result an upstream
+// may send (one valid JSON value, as the framing decoder hands it over)
+// as go-sdk's client would: the same refusal, or the same result. Attack
+// stopped: an upstream spelling a result so that the relay's scan (and so
+// the outcome it records) reads other than the client that shows it.
+func FuzzDecodeResult(f *testing.F) {
+	for _, raw := range decodeResultSeeds {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return
+		}
+		if msg := asGoSDK(decodeResult, raw); msg != "" {
+			t.Fatal(msg)
+		}
+	})
+}
+
+// TestAsGoSDKCatchesWrongDecoder is the negative control of the comparison
+// FuzzDecodeResult makes: a decoder that reads text results through a
+// mirror struct, as the relay once did (encoding/json matches keys in any
+// case and takes the last of duplicates, go-sdk matches them exactly),
+// must differ from go-sdk's on the seeds.
+func TestAsGoSDKCatchesWrongDecoder(t *testing.T) {
+	mirror := func(raw json.RawMessage) (*mcp.CallToolResult, error) {
+		var m struct {
+			Content []struct{ Type, Text string }
+			IsError bool
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		res := &mcp.CallToolResult{IsError: m.IsError, Content: []mcp.Content{}}
+		for _, c := range m.Content {
+			res.Content = append(res.Content, &mcp.TextContent{Text: c.Text})
+		}
+		return res, nil
+	}
+	caught := 0
+	for _, raw := range decodeResultSeeds {
+		if asGoSDK(mirror, []byte(raw)) != "" {
+			caught++
+		}
+	}
+	if caught == 0 {
+		t.Fatal("a decoder that matches keys in any case read every seed as go-sdk does")
+	}
+	if msg := asGoSDK(mirror, []byte(`{"Content":[{"type":"text","text":"case"}]}`)); msg == "" {
+		t.Fatal(`the comparison missed a decoder that reads "Content" as "content"`)
 	}
 }
 
