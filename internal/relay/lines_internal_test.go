@@ -1,9 +1,11 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -201,6 +203,156 @@ func TestRelayAnswerMembers(t *testing.T) {
 		}
 		if string(resp.Result) != tt.result || (tt.result == "") != (resp.Error != nil) {
 			t.Errorf("%s: result %s, error %v; want result %s", tt.raw, resp.Result, resp.Error, tt.result)
+		}
+	}
+}
+
+// FuzzRelayAnswer asserts that relayAnswer's scan of an upstream's message
+// takes exactly the answers, and reads from each exactly the id, result
+// and error, that a second decoder over the same bytes takes and reads
+// (relayAnswerByDecoder: the relay's reading before the scan, json.Decoder
+// token by token). Attack stopped: an upstream message spelt so that the
+// relay takes it as the answer to its own call, or reads another result
+// from it, where a decoder would not.
+func FuzzRelayAnswer(f *testing.F) {
+	for _, raw := range relayAnswerSeeds {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return // the framing decoder hands over one valid JSON value only
+		}
+		if msg := answerAsDecoder(relayAnswer, raw); msg != "" {
+			t.Fatal(msg)
+		}
+	})
+}
+
+// relayAnswerSeeds are answers, and messages that are not answers to the
+// relay's calls, in the spellings a scan could read otherwise.
+var relayAnswerSeeds = []string{
+	`{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{"content":[{"type":"text","text":"a]}\"{["}]}}`,
+	"{ \"jsonrpc\" : \"2.0\" ,\n\t\"id\" : \"mcp-confirm-relay-2\" , \"result\" : [ 1 , { } , [ ] , \"x\" , null , true , -1.5e3 ] }",
+	`{"\u006asonrpc":"2.0","i\u0064":"mcp-confirm-relay-3","result":null}`,
+	`{"jsonrpc":"2.0","id":"mcp-confirm-relay-5","error":{"code":-32000,"message":"no"}}`,
+	`{"jsonrpc":"2.0","id":"mcp-confirm-relay-6","result":{},"error":{"code":1,"message":"m"}}`,
+	`{"jsonrpc":"2.0","id":7,"result":{}}`,
+	`{"jsonrpc":"2.0","ID":"mcp-confirm-relay-9","result":{}}`,
+	`{"jsonrpc":"2.0","id":"mcp-confirm-relay-11","method":"x","result":{}}`,
+	`{"jsonrpc":"2.0","id":"mcp-confirm-relay-12","id":"other","result":{}}`,
+	`{"jsonrpc":"2.0","id":"other","id":"mcp-confirm-relay-13","result":{}}`,
+	`{"jsonrpc":"2.0","id":1,"id":"mcp-confirm-relay-14","result":{}}`,
+	`{"jsonrpc":"2.0","id":"mcp-confirm-relay-15","result":1,"result":2}`,
+	`{"jsonrpc":"2.0","jsonrpc":"1.0","id":"mcp-confirm-relay-16","result":{}}`,
+	`{"jsonrpc":"2.0","id":"mcp-confirm-relay-17","result":{"inputRequests":{"q":null}}}`,
+	"{\"jsonrpc\":\"2.0\",\"id\":\"mcp-confirm-relay-\xff\",\"result\":{}}",
+	`{"jsonrpc":"2.0","id":"mcp-confirm-relay-18","error":{"code":1,"message":"m","data":[1]}}`,
+	`{"jsonrpc":"2.0","id":"mcp-confirm-relay-19","error":null}`,
+	`[{"jsonrpc":"2.0","id":"mcp-confirm-relay-20","result":{}}]`,
+}
+
+// answerAsDecoder returns "" if read takes raw as relayAnswerByDecoder
+// does, with the same id, result and error; otherwise how they differ. A
+// result with a null input request, which the decoder refused on the spot
+// and the scan leaves to decodeResult to refuse, counts as the same.
+func answerAsDecoder(read func(json.RawMessage) (string, *jsonrpc.Response, bool), raw []byte) string {
+	id, resp, ok := read(json.RawMessage(raw))
+	wid, want, wok := relayAnswerByDecoder(json.RawMessage(raw))
+	if ok != wok {
+		return fmt.Sprintf("%q: taken %v, by a decoder %v", raw, ok, wok)
+	}
+	if !ok {
+		return ""
+	}
+	if errors.Is(want.Error, errMalformedResult) && resp.Error == nil && nullInputRequest(resp.Result) {
+		want = &jsonrpc.Response{ID: want.ID, Result: resp.Result}
+	}
+	g, _ := json.Marshal(resp.Error)
+	w, _ := json.Marshal(want.Error)
+	if id != wid || resp.ID != want.ID || string(resp.Result) != string(want.Result) || string(g) != string(w) {
+		return fmt.Sprintf("%q:\n got  %q %v result %s error %s\n want %q %v result %s error %s", raw, id, resp.ID.Raw(), resp.Result, g, wid, want.ID.Raw(), want.Result, w)
+	}
+	return ""
+}
+
+// relayAnswerByDecoder is how the relay read an answer before it scanned
+// the bytes (the reference FuzzRelayAnswer holds the scan to): json.Decoder
+// token by token, keys matched exactly.
+func relayAnswerByDecoder(raw json.RawMessage) (string, *jsonrpc.Response, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", nil, false
+	}
+	var (
+		version, id    string
+		haveID         bool
+		result, errRaw json.RawMessage
+	)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", nil, false
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", nil, false
+		}
+		switch key {
+		case "jsonrpc":
+			if json.Unmarshal(v, &version) != nil {
+				return "", nil, false
+			}
+		case "id":
+			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &id) != nil {
+				return "", nil, false
+			}
+			haveID = true
+		case "result":
+			result = v
+		case "error":
+			errRaw = v
+		case "method", "params":
+			return "", nil, false
+		}
+	}
+	if version != "2.0" || !haveID || len(id) <= len(callPrefix) || id[:len(callPrefix)] != callPrefix ||
+		(result == nil) == (errRaw == nil) {
+		return "", nil, false
+	}
+	jid, err := jsonrpc.MakeID(id)
+	if err != nil {
+		return "", nil, false
+	}
+	resp := &jsonrpc.Response{ID: jid}
+	switch {
+	case errRaw != nil:
+		var werr jsonrpc.Error
+		if json.Unmarshal(errRaw, &werr) != nil {
+			return "", nil, false
+		}
+		resp.Error = &werr
+	case nullInputRequest(result):
+		resp.Error = errMalformedResult
+	default:
+		resp.Result = result
+	}
+	return id, resp, true
+}
+
+// TestAnswerAsDecoderCatchesWrongScan is the negative control of the
+// comparison FuzzRelayAnswer makes: a scan that reads keys in any case
+// (here, of the message lowered) must differ from the decoder on the seeds.
+func TestAnswerAsDecoderCatchesWrongScan(t *testing.T) {
+	caseless := func(raw json.RawMessage) (string, *jsonrpc.Response, bool) {
+		return relayAnswer(bytes.ToLower(raw))
+	}
+	if msg := answerAsDecoder(caseless, []byte(`{"jsonrpc":"2.0","ID":"mcp-confirm-relay-9","result":{}}`)); msg == "" {
+		t.Fatal(`the comparison missed a scan that reads "ID" as "id"`)
+	}
+	for _, raw := range relayAnswerSeeds {
+		if msg := answerAsDecoder(relayAnswer, []byte(raw)); msg != "" {
+			t.Error(msg)
 		}
 	}
 }
