@@ -44,6 +44,11 @@ type conn struct {
 	// the same as the _meta of a 2026-07-28 request carries it.
 	declared *mcp.ClientCapabilities
 	capsMeta map[string]any
+	// metaDefaults: capsMeta and the rest of a 2026-07-28 request's _meta,
+	// encoded once (requestMeta).
+	metaOnce     sync.Once
+	metaDefaults []metaMember
+	metaErr      error
 	// rootsClient is the client of a conn that relays the downstream
 	// client's roots; it announces their changes upstream.
 	rootsClient *mcp.Client

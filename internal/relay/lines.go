@@ -366,10 +366,17 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
+	return c.writeLine(ctx, append(data, '\n'))
+}
+
+// writeLine writes line, one encoded message and its newline, whole.
+func (c *lineConn) writeLine(ctx context.Context, line []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
-	_, err = c.rwc.Write(data)
+	_, err := c.rwc.Write(line)
 	return err
 }
 

@@ -1,10 +1,13 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +45,10 @@ type mux struct {
 	inner mcp.Connection
 	next  atomic.Uint64
 
+	// line, if set, is the newline-delimited connection under inner:
+	// the mux writes its calls on it as lines it encodes itself.
+	line *lineConn
+
 	mu      sync.Mutex
 	waiting map[string]chan *jsonrpc.Response
 	err     error // set once the connection failed or closed
@@ -77,6 +84,7 @@ func (t *muxTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 			// calls as it reads them (lines.go), guarded as guardedConn
 			// guards the rest.
 			lc.answer = t.mux.deliver
+			t.mux.line = lc
 		}
 	}
 	return t.mux, nil
@@ -155,7 +163,7 @@ func (m *mux) call(ctx context.Context, method string, params json.RawMessage) (
 	}
 	m.waiting[id] = ch
 	m.mu.Unlock()
-	if err := m.inner.Write(ctx, &jsonrpc.Request{ID: jid, Method: method, Params: params}); err != nil {
+	if err := m.write(ctx, id, jid, method, params); err != nil {
 		m.mu.Lock()
 		delete(m.waiting, id)
 		m.mu.Unlock()
@@ -190,6 +198,25 @@ func (m *mux) call(ctx context.Context, method string, params json.RawMessage) (
 		m.inner.Write(wctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: note})
 		return nil, ctx.Err()
 	}
+}
+
+// write sends the request id (jid as go-sdk holds it) of method with
+// params. On a newline-delimited connection it writes the line as go-sdk
+// encodes it, without encoding/json: the id and method are ASCII the relay
+// chose, without quotes or escapes, and params are one JSON value the
+// caller built (appendCall), which go-sdk's encoding would only scan and
+// copy once more. Params with a line break (whitespace between tokens:
+// JSON strings hold none) go through go-sdk's encoding, which removes it:
+// a message must be one line.
+func (m *mux) write(ctx context.Context, id string, jid jsonrpc.ID, method string, params json.RawMessage) error {
+	if m.line == nil || bytes.IndexByte(params, '\n') >= 0 || bytes.IndexByte(params, '\r') >= 0 {
+		return m.inner.Write(ctx, &jsonrpc.Request{ID: jid, Method: method, Params: params})
+	}
+	line := make([]byte, 0, len(`{"jsonrpc":"2.0","id":"","method":"","params":}`)+len(id)+len(method)+len(params)+1)
+	line = append(append(line, `{"jsonrpc":"2.0","id":"`...), id...)
+	line = append(append(line, `","method":"`...), method...)
+	line = append(append(line, `","params":`...), params...)
+	return m.line.writeLine(ctx, append(line, '}', '\n'))
 }
 
 // decodeResult decodes a tools/call result: text content by a scan of its
@@ -332,10 +359,14 @@ func scanText(item []byte) (*mcp.TextContent, bool) {
 // callTool sends one tools/call through the mux (see the top of this file)
 // and decodes its result.
 func (c *conn) callTool(ctx context.Context, meta mcp.Meta, name string, args json.RawMessage, state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
+	var defaults []metaMember
 	if c.modern() {
-		meta = c.requestMeta(meta)
+		var err error
+		if defaults, err = c.requestMeta(); err != nil {
+			return nil, err
+		}
 	}
-	params, err := appendCall(nil, meta, name, args, state, responses)
+	params, err := appendCall(nil, meta, defaults, name, args, state, responses)
 	if err != nil {
 		return nil, err
 	}
@@ -347,23 +378,23 @@ func (c *conn) callTool(ctx context.Context, meta mcp.Meta, name string, args js
 }
 
 // appendCall appends to b the params of a tools/call, as encoding/json
-// would write mcp.CallToolParams's,
-// with the arguments as they are: encoding/json would scan and copy them
-// again (HTML-escaped) on every call, a second pass over what the client
-// sent. They must still be one JSON value, or they could add members of
-// their own to the request the upstream reads (another tool's name): that
-// is checked here, whoever the caller is.
-func appendCall(b []byte, meta mcp.Meta, name string, args json.RawMessage, state string, responses mcp.InputResponseMap) ([]byte, error) {
+// would write mcp.CallToolParams's, with meta's members and those of
+// defaults whose key meta lacks in its _meta; and with the arguments as
+// they are: encoding/json would scan and copy them again (HTML-escaped) on
+// every call, a second pass over what the client sent. They must still be
+// one JSON value, or they could add members of their own to the request
+// the upstream reads (another tool's name): that is checked here, whoever
+// the caller is.
+func appendCall(b []byte, meta mcp.Meta, defaults []metaMember, name string, args json.RawMessage, state string, responses mcp.InputResponseMap) ([]byte, error) {
 	if !json.Valid(args) {
 		return nil, fmt.Errorf("relay: the arguments of %q are not one JSON value", name)
 	}
 	b = append(b, '{')
-	if len(meta) > 0 {
-		m, err := json.Marshal(meta)
-		if err != nil {
+	if len(meta) > 0 || len(defaults) > 0 {
+		var err error
+		if b, err = appendMeta(append(b, `"_meta":`...), meta, defaults); err != nil {
 			return nil, err
 		}
-		b = append(append(b, `"_meta":`...), m...)
 		b = append(b, ',')
 	}
 	n, err := json.Marshal(name)
@@ -385,6 +416,40 @@ func appendCall(b []byte, meta mcp.Meta, name string, args json.RawMessage, stat
 			return nil, err
 		}
 		b = append(append(b, `,"requestState":`...), st...)
+	}
+	return append(b, '}'), nil
+}
+
+// A metaMember is one member of a request's _meta, encoded.
+type metaMember struct {
+	key     string
+	encoded []byte // "key":value
+}
+
+// appendMeta appends the _meta object of appendCall: meta's members, then
+// those of defaults whose key meta lacks.
+func appendMeta(b []byte, meta mcp.Meta, defaults []metaMember) ([]byte, error) {
+	own, err := encodeMeta(meta)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '{')
+	for i, m := range own {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, m.encoded...)
+	}
+	n := len(own)
+	for _, d := range defaults {
+		if _, ok := meta[d.key]; ok {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		b = append(b, d.encoded...)
 	}
 	return append(b, '}'), nil
 }
@@ -413,21 +478,36 @@ func declaredMeta(d *mcp.ClientCapabilities) map[string]any {
 	return caps
 }
 
-// requestMeta adds to m what go-sdk's client adds to each request of the
-// 2026-07-28 era, where m lacks it: the protocol version, the relay's
-// clientInfo and the capabilities this connection declared.
-func (c *conn) requestMeta(m mcp.Meta) mcp.Meta {
-	if m == nil {
-		m = mcp.Meta{}
+// requestMeta returns what go-sdk's client adds to the _meta of each
+// request of the 2026-07-28 era, where the request's own _meta lacks it:
+// the protocol version, the relay's clientInfo and the capabilities this
+// connection declared. They are the same for every call on the
+// connection, and encoded once (encoding/json took a few per cent of a
+// pass-through's CPU encoding them again on each call).
+func (c *conn) requestMeta() ([]metaMember, error) {
+	c.metaOnce.Do(func() {
+		c.metaDefaults, c.metaErr = encodeMeta(mcp.Meta{
+			mcp.MetaKeyClientCapabilities: c.capsMeta,
+			mcp.MetaKeyClientInfo:         c.r.opts.Implementation,
+			mcp.MetaKeyProtocolVersion:    c.cs.InitializeResult().ProtocolVersion,
+		})
+	})
+	return c.metaDefaults, c.metaErr
+}
+
+// encodeMeta returns m's members, encoded, in the order of their keys.
+func encodeMeta(m mcp.Meta) ([]metaMember, error) {
+	out := make([]metaMember, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		vb, err := json.Marshal(m[k])
+		if err != nil {
+			return nil, fmt.Errorf("relay: _meta %q: %w", k, err)
+		}
+		out = append(out, metaMember{k, append(append(kb, ':'), vb...)})
 	}
-	if _, ok := m[mcp.MetaKeyProtocolVersion]; !ok {
-		m[mcp.MetaKeyProtocolVersion] = c.cs.InitializeResult().ProtocolVersion
-	}
-	if _, ok := m[mcp.MetaKeyClientInfo]; !ok {
-		m[mcp.MetaKeyClientInfo] = c.r.opts.Implementation
-	}
-	if _, ok := m[mcp.MetaKeyClientCapabilities]; !ok {
-		m[mcp.MetaKeyClientCapabilities] = c.capsMeta
-	}
-	return m
+	return out, nil
 }

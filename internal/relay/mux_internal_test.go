@@ -1,10 +1,15 @@
 package relay
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -179,30 +184,59 @@ func TestScanTextResultTakes(t *testing.T) {
 }
 
 // appendCall writes what encoding/json writes for the same call (as JSON
-// values: appendCall keeps the arguments' bytes), and refuses arguments
-// that are not one JSON value: such bytes could add members of their own
-// to the request the upstream reads, another tool's name among them.
+// values: appendCall keeps the arguments' bytes), with the _meta members
+// of the defaults whose key the call's own _meta lacks, and refuses
+// arguments that are not one JSON value: such bytes could add members of
+// their own to the request the upstream reads, another tool's name among
+// them.
 func TestAppendCall(t *testing.T) {
 	yes := mcp.InputResponseMap{"q": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}}
+	defaults := mcp.Meta{
+		mcp.MetaKeyClientCapabilities: declaredMeta(&mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}),
+		mcp.MetaKeyClientInfo:         &mcp.Implementation{Name: "relay <&>", Version: "1"},
+		mcp.MetaKeyProtocolVersion:    "2026-07-28",
+	}
+	encoded, err := encodeMeta(defaults)
+	if err != nil || len(encoded) != len(defaults) {
+		t.Fatalf("encodeMeta: %d members of %d, %v", len(encoded), len(defaults), err)
+	}
 	for _, tt := range []struct {
 		name      string
 		meta      mcp.Meta
+		modern    bool // the connection's defaults apply
 		tool      string
 		args      string
 		state     string
 		responses mcp.InputResponseMap
 	}{
-		{"bare", nil, "echo", `{}`, "", nil},
-		{"meta", mcp.Meta{"progressToken": "t-1", "k": map[string]any{"n": 1.5}}, "write", `{"path":"/tmp/a<b>&c","n":[1,2.5e3,null]}`, "", nil},
-		{"escapes", nil, "na\"me\u2028<x>", `{"s":"\u2028 \\ \"q\""}`, "st\"ate<>", nil},
-		{"rounds", mcp.Meta{}, "write", ` { "a" : 1 } `, "opaque.state", yes},
+		{"bare", nil, false, "echo", `{}`, "", nil},
+		{"meta", mcp.Meta{"progressToken": "t-1", "k": map[string]any{"n": 1.5}}, false, "write", `{"path":"/tmp/a<b>&c","n":[1,2.5e3,null]}`, "", nil},
+		{"escapes", nil, false, "na\"me\u2028<x>", `{"s":"\u2028 \\ \"q\""}`, "st\"ate<>", nil},
+		{"rounds", mcp.Meta{}, false, "write", ` { "a" : 1 } `, "opaque.state", yes},
+		{"defaults", nil, true, "echo", `{}`, "", nil},
+		{"defaults and meta", mcp.Meta{"progressToken": 7.0, "traceparent": "00-x"}, true, "echo", `{"a":1}`, "", nil},
+		{"meta over defaults", mcp.Meta{mcp.MetaKeyClientCapabilities: map[string]any{}, "traceparent": "00-y"}, true, "echo", `{}`, "s", yes},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := appendCall(nil, tt.meta, tt.tool, json.RawMessage(tt.args), tt.state, tt.responses)
+			var d []metaMember
+			meta := tt.meta
+			if tt.modern {
+				d = encoded
+				meta = maps.Clone(tt.meta)
+				if meta == nil {
+					meta = mcp.Meta{}
+				}
+				for k, v := range defaults {
+					if _, ok := meta[k]; !ok {
+						meta[k] = v
+					}
+				}
+			}
+			got, err := appendCall(nil, tt.meta, d, tt.tool, json.RawMessage(tt.args), tt.state, tt.responses)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := json.Marshal(&mcp.CallToolParams{Meta: tt.meta, Name: tt.tool, Arguments: json.RawMessage(tt.args), InputResponses: tt.responses, RequestState: tt.state})
+			want, err := json.Marshal(&mcp.CallToolParams{Meta: meta, Name: tt.tool, Arguments: json.RawMessage(tt.args), InputResponses: tt.responses, RequestState: tt.state})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,8 +253,81 @@ func TestAppendCall(t *testing.T) {
 		})
 	}
 	for _, args := range []string{``, `{}, "name":"delete"`, `{"a":1}{"b":2}`, `{"a":`, `{"a":1}, "requestState":"x"`} {
-		if b, err := appendCall(nil, nil, "write", json.RawMessage(args), "", nil); err == nil {
+		if b, err := appendCall(nil, nil, encoded, "write", json.RawMessage(args), "", nil); err == nil {
 			t.Errorf("arguments %q: wrote %s, want an error", args, b)
+		}
+	}
+	// A _meta value JSON cannot hold is an error, as encoding/json's.
+	if b, err := appendCall(nil, mcp.Meta{"k": math.Inf(1)}, encoded, "write", json.RawMessage(`{}`), "", nil); err == nil {
+		t.Errorf("an infinite _meta value: wrote %s, want an error", b)
+	}
+}
+
+// lineCapture is the peer end of a lineConn in TestMuxWritesAsGoSDK: it
+// keeps what was written.
+type lineCapture struct{ bytes.Buffer }
+
+func (*lineCapture) Close() error { return nil }
+
+// The mux writes its calls on a newline-delimited connection itself, as
+// one line holding the message go-sdk's encoding writes (as JSON values:
+// the arguments keep their bytes); a call whose arguments hold a line
+// break goes through go-sdk's encoding, which writes one line.
+func TestMuxWritesAsGoSDK(t *testing.T) {
+	for _, tt := range []struct {
+		args string
+		self bool // the mux writes the line itself
+	}{
+		{`{}`, true},
+		{`{"path":"/tmp/a<b>&c","n":[1,2.5e3,null],"s":"\u2028 \\ \"q\""}`, true},
+		{` { "a" : 1 } `, true},
+		{"{\n  \"a\": [1,\r\n 2]\n}", false},
+		{"{\"a\":\r1}", false},
+	} {
+		params, err := appendCall(nil, mcp.Meta{"progressToken": "t-1"}, nil, "write", json.RawMessage(tt.args), "st", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ours, sdks, ref lineCapture
+		m := &mux{inner: &lineConn{rwc: &sdks}, line: &lineConn{rwc: &ours}}
+		id := callPrefix + "17"
+		jid, err := jsonrpc.MakeID(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.write(context.Background(), id, jid, "tools/call", params); err != nil {
+			t.Fatal(err)
+		}
+		if (ours.Len() > 0) != tt.self || (sdks.Len() > 0) == tt.self {
+			t.Fatalf("arguments %q: the mux wrote %d bytes, go-sdk's encoding %d", tt.args, ours.Len(), sdks.Len())
+		}
+		got := append(ours.Bytes(), sdks.Bytes()...)
+		req := &jsonrpc.Request{ID: jid, Method: "tools/call", Params: params}
+		if err := (&lineConn{rwc: &ref}).Write(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		want := ref.Bytes()
+		if i := bytes.IndexAny(got, "\r\n"); i != len(got)-1 || got[i] != '\n' {
+			t.Fatalf("arguments %q: wrote %q, want one line", tt.args, got)
+		}
+		g, err := jsonrpc.DecodeMessage(got)
+		if err != nil {
+			t.Fatalf("arguments %q: go-sdk cannot read %q: %v", tt.args, got, err)
+		}
+		w, err := jsonrpc.DecodeMessage(want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gr, wr := g.(*jsonrpc.Request), w.(*jsonrpc.Request)
+		var gp, wp any
+		if err := json.Unmarshal(gr.Params, &gp); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(wr.Params, &wp); err != nil {
+			t.Fatal(err)
+		}
+		if gr.ID != wr.ID || gr.Method != wr.Method || mustJSON(t, gp) != mustJSON(t, wp) {
+			t.Fatalf("arguments %q: wrote\n%s\ngo-sdk writes\n%s", tt.args, got, want)
 		}
 	}
 }
