@@ -286,7 +286,9 @@ func readOnly(def *mcp.Tool) bool {
 
 func matchAny(globs []glob, name string) bool {
 	for _, g := range globs {
-		if g.re.MatchString(name) {
+		// A literal pattern's expression matches exactly its text: a
+		// comparison says the same without running it (on every call).
+		if g.literal && g.exact == name || !g.literal && g.re.MatchString(name) {
 			return true
 		}
 	}
