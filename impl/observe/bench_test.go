@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/audit"
@@ -130,7 +132,10 @@ func benchCall(cs *mcp.ClientSession, traceparent string) error {
 // MCP_CONFIRM_POSTGRES_URL) compares a PostgreSQL ledger keeping no trail
 // (off) with one keeping it, metrics and traces on (on): the deployment
 // whose trail is shared by replicas, where the commit's fsync is paid
-// either way.
+// either way. It also reports, for each PostgreSQL server, the median
+// per call of the time spent in its store's statements (X-sql-ns/call)
+// and of the rest of the call (X-rest-ns/call): on's extra in the first
+// is its trail's records.
 func BenchmarkObservabilityRatio(b *testing.B) {
 	b.Run("library", func(b *testing.B) { observabilityRatio(b, memoryLedgers) })
 	b.Run("binary", func(b *testing.B) {
@@ -142,11 +147,12 @@ func BenchmarkObservabilityRatio(b *testing.B) {
 }
 
 // ledgers returns the stores of the off, metrics, on and (if not nil)
-// on-tmpfs servers.
-type ledgers func(b *testing.B) (off, metrics, on, onTmpfs ledger.Store)
+// on-tmpfs servers, and for PostgreSQL stores the clocks of the time each
+// of the first three spends in its statements.
+type ledgers func(b *testing.B) (off, metrics, on, onTmpfs ledger.Store, sql [3]*statementClock)
 
 // memoryLedgers: memory stores, on's and on-tmpfs's keeping their trails.
-func memoryLedgers(b *testing.B) (off, metrics, on, onTmpfs ledger.Store) {
+func memoryLedgers(b *testing.B) (off, metrics, on, onTmpfs ledger.Store, sql [3]*statementClock) {
 	trail := func(dir string) ledger.Store {
 		f, err := audit.OpenFile(filepath.Join(dir, "audit.jsonl"), audit.FileOptions{})
 		if err != nil {
@@ -164,27 +170,76 @@ func memoryLedgers(b *testing.B) (off, metrics, on, onTmpfs ledger.Store) {
 		b.Cleanup(func() { os.RemoveAll(dir) })
 		onTmpfs = trail(dir)
 	}
-	return ledger.NewMemory(ledger.MemoryOptions{}), ledger.NewMemory(ledger.MemoryOptions{}), on, onTmpfs
+	return ledger.NewMemory(ledger.MemoryOptions{}), ledger.NewMemory(ledger.MemoryOptions{}), on, onTmpfs, sql
 }
 
-// postgresLedgers: PostgreSQL stores in fresh namespaces, on's keeping
-// its trail.
-func postgresLedgers(b *testing.B) (off, metrics, on, onTmpfs ledger.Store) {
+// postgresLedgers: PostgreSQL stores in fresh namespaces, each on a pool
+// of its own whose statements a statementClock times, on's keeping its
+// trail.
+func postgresLedgers(b *testing.B) (off, metrics, on, onTmpfs ledger.Store, sql [3]*statementClock) {
 	u := os.Getenv("MCP_CONFIRM_POSTGRES_URL")
 	if u == "" {
 		b.Skip("set MCP_CONFIRM_POSTGRES_URL to run the PostgreSQL ledgers")
 	}
-	open := func(audited bool) ledger.Store {
+	open := func(audited bool, clock *statementClock) ledger.Store {
+		cfg, err := pgxpool.ParseConfig(u)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.ConnConfig.Tracer = clock
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(pool.Close)
 		var r [8]byte
 		rand.Read(r[:])
-		s, err := pgledger.Open(context.Background(), u, pgledger.Options{Namespace: "mcp-confirm-bench:" + hex.EncodeToString(r[:]), Audit: audited})
+		s, err := pgledger.New(pool, pgledger.Options{Namespace: "mcp-confirm-bench:" + hex.EncodeToString(r[:]), Audit: audited})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(s.Close)
+		if err := s.Migrate(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 		return s
 	}
-	return open(false), open(false), open(true), nil
+	for i := range sql {
+		sql[i] = new(statementClock)
+	}
+	return open(false, sql[0]), open(false, sql[1]), open(true, sql[2]), nil, sql
+}
+
+// statementClock adds up the wall-clock time of the statements and
+// batches of the pool whose tracer it is, from the query's start to its
+// last result read: the store's round trips, with the server's work and
+// commits (the WAL's flush) and the waits for the CPU on both ends.
+type statementClock struct{ total atomic.Int64 }
+
+type statementStart struct{}
+
+func (c *statementClock) start(ctx context.Context) context.Context {
+	return context.WithValue(ctx, statementStart{}, time.Now())
+}
+
+func (c *statementClock) end(ctx context.Context) {
+	if t0, ok := ctx.Value(statementStart{}).(time.Time); ok {
+		c.total.Add(int64(time.Since(t0)))
+	}
+}
+
+func (c *statementClock) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return c.start(ctx)
+}
+func (c *statementClock) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	c.end(ctx)
+}
+func (c *statementClock) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return c.start(ctx)
+}
+func (c *statementClock) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *statementClock) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	c.end(ctx)
 }
 
 func observabilityRatio(b *testing.B, stores ledgers) {
@@ -207,16 +262,19 @@ func observabilityRatio(b *testing.B, stores ledgers) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	offStore, metricsStore, onStore, tmpfsStore := stores(b)
+	offStore, metricsStore, onStore, tmpfsStore, sql := stores(b)
 	type server struct {
 		name  string
 		cs    *mcp.ClientSession
 		calls []time.Duration
+		sql   *statementClock // nil: not timed
+		inSQL []time.Duration // per call, the time in the store's statements
+		rest  []time.Duration // and the rest of the call
 	}
 	servers := []server{
-		{name: "off", cs: benchClient(b, benchServer(b, confirm.Setup{Store: offStore}))},
-		{name: "metrics", cs: benchClient(b, benchServer(b, confirm.Setup{Store: metricsStore, Telemetry: metrics}))},
-		{name: "on", cs: benchClient(b, benchServer(b, confirm.Setup{Store: onStore, Telemetry: on}))},
+		{name: "off", cs: benchClient(b, benchServer(b, confirm.Setup{Store: offStore})), sql: sql[0]},
+		{name: "metrics", cs: benchClient(b, benchServer(b, confirm.Setup{Store: metricsStore, Telemetry: metrics})), sql: sql[1]},
+		{name: "on", cs: benchClient(b, benchServer(b, confirm.Setup{Store: onStore, Telemetry: on})), sql: sql[2]},
 	}
 	if tmpfsStore != nil {
 		servers = append(servers, server{name: "on-tmpfs", cs: benchClient(b, benchServer(b, confirm.Setup{Store: tmpfsStore, Telemetry: on}))})
@@ -244,11 +302,21 @@ func observabilityRatio(b *testing.B, stores ledgers) {
 	for b.Loop() {
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, i := range order {
+			s := &servers[i]
+			var sql0 int64
+			if s.sql != nil {
+				sql0 = s.sql.total.Load()
+			}
 			t0 := time.Now()
-			if err := benchCall(servers[i].cs, parent); err != nil {
+			if err := benchCall(s.cs, parent); err != nil {
 				b.Fatal(err)
 			}
-			servers[i].calls = append(servers[i].calls, time.Since(t0))
+			d := time.Since(t0)
+			s.calls = append(s.calls, d)
+			if s.sql != nil {
+				inSQL := time.Duration(s.sql.total.Load() - sql0)
+				s.inSQL, s.rest = append(s.inSQL, inSQL), append(s.rest, d-inSQL)
+			}
 		}
 	}
 	b.StopTimer()
@@ -263,6 +331,12 @@ func observabilityRatio(b *testing.B, stores ledgers) {
 		slices.Sort(s.calls)
 		median[i] = float64(s.calls[len(s.calls)/2])
 		b.ReportMetric(median[i], s.name+"-ns/call")
+		if s.sql != nil {
+			slices.Sort(s.inSQL)
+			slices.Sort(s.rest)
+			b.ReportMetric(float64(s.inSQL[len(s.inSQL)/2]), s.name+"-sql-ns/call")
+			b.ReportMetric(float64(s.rest[len(s.rest)/2]), s.name+"-rest-ns/call")
+		}
 	}
 	b.ReportMetric(median[2]/median[0], "on/off")
 	b.ReportMetric(median[1]/median[0], "metrics/off")
