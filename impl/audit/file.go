@@ -28,8 +28,8 @@ import (
 //
 // What it guarantees: a record Begin returned is on disk before Commit —
 // written and synced to the file's data (its bytes and the file's size,
-// as fdatasync) in one system call on Linux (pwritev2 with RWF_DSYNC),
-// by a write and an fsync elsewhere or on a kernel without it — and a
+// as fdatasync) in one system call on Linux (a write to the file, opened
+// O_DSYNC), by a write and an fsync elsewhere — and a
 // record aborted is cut off the file (and that fsync'd) before Abort
 // returns; the directory is fsync'd once when the file is opened, so
 // that a file just created is found again after a crash. A crash between
@@ -42,21 +42,22 @@ import (
 type File struct {
 	mu     sync.Mutex
 	f      *os.File
+	fd     int // f's descriptor, taken once: valid until Close, which sets broken
 	path   string
 	size   int64
 	seq    uint64
 	head   Hash
 	now    func() time.Time
-	broken error // set when an abort could not cut a record: nothing more is written
+	broken error // set when an abort could not cut a record, or by Close: nothing more is written
 
 	// Used under mu, from Begin to Commit or Abort: one record is pending
 	// at a time, so its line and its Pending are the File's, not a new
 	// allocation each.
 	buf     []byte
 	pending Pending
-	// noDsync: the kernel refused pwritev2's RWF_DSYNC (before Linux
-	// 4.7); each record is written and fsync'd instead.
-	noDsync bool
+	// portable: each record is written, then fsync'd, as on systems
+	// other than Linux (tests: the two ways write the same bytes).
+	portable bool
 }
 
 // maxKeptBuf is the largest line buffer a File keeps between records: a
@@ -74,7 +75,7 @@ type FileOptions struct {
 // last complete line is not a record.
 func OpenFile(path string, opts FileOptions) (*File, error) {
 	// O_NOFOLLOW: another local user's symlink must not choose the file.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|openSync, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
@@ -82,7 +83,7 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 		f.Close()
 		return nil, fmt.Errorf("audit: %s is in use by another process: %w", path, err)
 	}
-	t := &File{f: f, path: path, now: opts.Now}
+	t := &File{f: f, fd: int(f.Fd()), path: path, now: opts.Now}
 	if t.now == nil {
 		t.now = time.Now
 	}
@@ -319,10 +320,16 @@ func ReadCheckpoints(path string) ([]Checkpoint, error) {
 	return cps, nil
 }
 
-// Close closes the file.
+// ErrClosed: the File was closed; nothing more is written to it.
+var ErrClosed = errors.New("audit: the trail file is closed")
+
+// Close closes the file. A record begun after it fails with ErrClosed.
 func (t *File) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// Its descriptor, kept in fd, may be reused by the next file opened:
+	// nothing may write through it from now on.
+	t.broken = ErrClosed
 	return t.f.Close()
 }
 

@@ -26,7 +26,14 @@ const (
 	OpComplete Op = "complete"
 )
 
-var ops = map[Op]bool{OpIssue: true, OpRedeem: true, OpCancel: true, OpDecide: true, OpComplete: true}
+// known reports whether op is one of the operations.
+func (op Op) known() bool {
+	switch op {
+	case OpIssue, OpRedeem, OpCancel, OpDecide, OpComplete:
+		return true
+	}
+	return false
+}
 
 // A Kind says what a record records: its Op and Result together.
 type Kind string
@@ -163,7 +170,7 @@ type Hash = [sha256.Size]byte
 // is a word (a-z and _). (Invalid UTF-8 is written as U+FFFD.)
 func (r Record) Check() error {
 	switch {
-	case !ops[r.Op]:
+	case !r.Op.known():
 		return fmt.Errorf("audit: unknown op %q", r.Op)
 	case !word(r.Result):
 		return fmt.Errorf("audit: result %q is not a word", r.Result)
