@@ -2,6 +2,9 @@ package pgledger_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -146,4 +149,121 @@ func TestAuditedStore(t *testing.T) {
 			return newStore(t, p, pgledger.Options{Namespace: ns, Audit: true})
 		},
 	))
+}
+
+// TestMigrateAuditHead upgrades the audit tables of the earlier version,
+// whose head row kept the last record's SHA-256 (head NOT NULL, with prev
+// and at beside it), each namespace's trail written by that version's
+// statement: Migrate adds the head's line and drops the copies, and the
+// store's next records continue each chain from the head the earlier
+// version left. Verify then passes over the whole trail. Its control: a
+// head rewritten before the upgrade (a hash that is not record 2's) is
+// continued too, and Verify names record 2.
+func TestMigrateAuditHead(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	table := tempTable(t, p)
+	records := pgx.Identifier{table + "_audit"}.Sanitize()
+	head := pgx.Identifier{table + "_audit_head"}.Sanitize()
+	cps := pgx.Identifier{table + "_audit_checkpoint"}.Sanitize()
+	t.Cleanup(func() {
+		if _, err := p.Exec(context.Background(), `DROP TABLE IF EXISTS `+records+`, `+head+`, `+cps); err != nil {
+			t.Error(err)
+		}
+	})
+	for _, q := range []string{
+		`CREATE TABLE ` + records + ` (namespace text NOT NULL, seq bigint NOT NULL, line bytea NOT NULL, PRIMARY KEY (namespace, seq))`,
+		`CREATE TABLE ` + head + ` (namespace text PRIMARY KEY, seq bigint NOT NULL, head bytea NOT NULL, prev bytea, at bigint)`,
+		`CREATE TABLE ` + cps + ` (namespace text NOT NULL, seq bigint NOT NULL, checkpoint text NOT NULL, PRIMARY KEY (namespace, seq))`,
+	} {
+		if _, err := p.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The earlier version's statement appending a record.
+	line := func(seq, at, prev string) string {
+		return `$2::bytea || convert_to(format('"seq":%s,"time":%s,"result":"%s","prev":"%s"}', ` +
+			seq + `, ` + at + `, $3::text, encode(` + prev + `, 'hex')), 'UTF8')`
+	}
+	zero := `decode(repeat('00', 32), 'hex')`
+	earlier := `WITH sealed AS (
+	INSERT INTO ` + head + ` AS h (namespace, seq, head, prev, at)
+	SELECT $1, 1, sha256(` + line("1", "t.at", zero) + `), ` + zero + `, t.at
+	FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS at) t
+	ON CONFLICT (namespace) DO UPDATE SET seq = h.seq + 1, prev = h.head, at = EXCLUDED.at,
+		head = sha256(` + line("h.seq + 1", "EXCLUDED.at", "h.head") + `)
+	RETURNING seq, prev, at
+), recorded AS (
+	INSERT INTO ` + records + ` SELECT $1, seq, ` + line("seq", "at", "prev") + ` FROM sealed
+) SELECT seq FROM sealed`
+	cases := []struct {
+		ns       string
+		rewrite  bool // the head rewritten before the upgrade
+		wantSeq  uint64
+		wantFail bool
+	}{{"ns", false, 0, false}, {"ns-rewritten", true, 2, true}}
+	for _, c := range cases {
+		for i := range 2 {
+			prefix := audit.Record{Op: audit.OpIssue, ID: fmt.Sprint("before-", i), Principal: "alice", Tool: "t"}.Prefix()
+			if _, err := p.Exec(ctx, earlier, c.ns, prefix, "ok"); err != nil {
+				t.Fatalf("the earlier version's append: %v", err)
+			}
+		}
+		if c.rewrite {
+			if _, err := p.Exec(ctx, `UPDATE `+head+` SET head = sha256(head) WHERE namespace = $1`, c.ns); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	columns := func() (n int) {
+		if err := p.QueryRow(ctx, `SELECT count(*) FROM pg_attribute
+			WHERE attrelid = $1::regclass AND attname IN ('prev', 'at') AND NOT attisdropped`, head).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if columns() != 2 {
+		t.Fatal("setup: no columns prev and at")
+	}
+	for _, c := range cases {
+		t.Run(c.ns, func(t *testing.T) {
+			s := newStore(t, p, pgledger.Options{Table: table, Namespace: c.ns, Audit: true})
+			for range 2 { // the second Migrate finds nothing to do
+				if err := s.Migrate(ctx); err != nil {
+					t.Fatalf("Migrate: %v", err)
+				}
+				if n := columns(); n != 0 {
+					t.Fatalf("%d of the columns prev and at still there after Migrate", n)
+				}
+			}
+			ls := make([][]byte, 0, 4)
+			for l, err := range s.Records(ctx, 1) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls = append(ls, l)
+			}
+			if seq, h, err := s.Head(ctx); err != nil || seq != 2 || (h == sha256.Sum256(ls[1])) == c.rewrite {
+				t.Fatalf("Head after the upgrade = %d, %x, %v; want 2, record 2's SHA-256 (rewritten: %v)", seq, h, err, c.rewrite)
+			}
+			conf := ledgertest.Fresh(t)
+			if err := s.Add(ctx, conf); err != nil {
+				t.Fatalf("Add after the upgrade: %v", err)
+			}
+			if _, err := s.Spend(ctx, conf.ID, ledger.Acting, ledgertest.Long); err != nil {
+				t.Fatalf("Spend after the upgrade: %v", err)
+			}
+			sum, err := audit.Verify(s.Records(ctx, 1), nil, audit.VerifyOptions{})
+			var b *audit.Break
+			switch {
+			case !c.wantFail && (err != nil || sum.Records != 4):
+				t.Fatalf("Verify after the upgrade: %+v, %v; want 4 records", sum, err)
+			case c.wantFail && (!errors.As(err, &b) || b.Seq != c.wantSeq || b.Problem != audit.Edited):
+				t.Fatalf("Verify after a rewritten head: %v; want record %d edited", err, c.wantSeq)
+			}
+			if seq, h, err := s.Head(ctx); err != nil || seq != 4 || (!c.wantFail && h != sum.Head) {
+				t.Fatalf("Head = %d, %x, %v; want 4, %x", seq, h, err, sum.Head)
+			}
+		})
+	}
 }

@@ -131,15 +131,16 @@
 //
 // With [Options.Audit], the namespace's audit trail (package audit) is
 // kept in TABLE_audit, one row per record, chained through
-// TABLE_audit_head, the namespace's last seq and SHA-256. Each record is
-// sealed inside the transaction of its transition by an upsert of the
-// head row, which locks it until the commit and computes the record's
-// seq, time and prev, then an insert of the record: a Spend's or
-// Complete's change and its record are one statement (the change in a
-// WITH, the record sealed over the row it returns, so a change that
-// applies to nothing records nothing); an Add's insert and its record one
-// statement; a Decide's one transaction. A refusal is read
-// under the row's lock and recorded in one transaction. So a transition
+// TABLE_audit_head, the namespace's last seq and that record's line (the
+// head is its SHA-256). Each record is sealed inside the transaction of
+// its transition by an upsert of the head row, which locks it until the
+// commit and builds the record's line (its seq, time and prev from the
+// head as it was), then an insert of that line: a Spend's or Complete's
+// change and its record are one statement (the change in a WITH, the
+// record sealed over the row it returns, so a change that applies to
+// nothing records nothing); an Add's insert and its record one
+// statement; a Decide's one transaction. A refusal is read under the
+// row's lock and recorded in one transaction. So a transition
 // commits with its record or not at all (TestAuditAtomicWithLedger raises
 // an exception after the record's insert, inside the transaction, for
 // each kind of transition), and records are chained in the order their
@@ -312,6 +313,9 @@ type Store struct {
 	auditCreateSQL                                          []string
 	appendSQL, addAuditSQL, spendAuditSQL, completeAuditSQL string
 	headSQL, recordsSQL, addCheckpointSQL, checkpointsSQL   string
+	// auditHeadSQL tells whether the head table has the column line;
+	// auditHeadMigrationSQL adds it to a table made by an earlier version.
+	auditHead, auditHeadSQL, auditHeadMigrationSQL string
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -519,7 +523,8 @@ func (s *Store) auditSQL(table string) {
 		`CREATE TABLE IF NOT EXISTS ` + head + ` (
 	namespace text   PRIMARY KEY,
 	seq       bigint NOT NULL,
-	head      bytea  NOT NULL -- SHA-256 of record seq's line
+	line      bytea, -- record seq's line: the head is its SHA-256
+	head      bytea  -- the head, in a row last written by a version before line (else NULL)
 )`,
 		`CREATE TABLE IF NOT EXISTS ` + cps + ` (
 	namespace  text   NOT NULL,
@@ -527,33 +532,44 @@ func (s *Store) auditSQL(table string) {
 	checkpoint text   NOT NULL, -- audit.Checkpoint as JSON
 	PRIMARY KEY (namespace, seq)
 )`,
-		// The head also keeps the previous head and the record's time, so
-		// that one upsert of it seals the record (see seal).
-		`ALTER TABLE ` + head + ` ADD COLUMN IF NOT EXISTS prev bytea, ADD COLUMN IF NOT EXISTS at bigint`,
 	}
+	// Head tables made before the head row kept its record's line have
+	// head NOT NULL (and, since the record was sealed in its statement,
+	// prev and at, copies of what the line holds): the line is added,
+	// head kept for their rows until their next record, the copies
+	// dropped. Checked first, so that a current table is never locked
+	// exclusively.
+	s.auditHeadSQL = `SELECT EXISTS (SELECT 1 FROM pg_attribute
+WHERE attrelid = to_regclass($1) AND attname = 'line' AND NOT attisdropped)`
+	s.auditHeadMigrationSQL = `ALTER TABLE ` + head + ` ADD COLUMN IF NOT EXISTS line bytea,
+	ALTER COLUMN head DROP NOT NULL, DROP COLUMN IF EXISTS prev, DROP COLUMN IF EXISTS at`
+	s.auditHead = head
 	// seal returns the CTEs that seal and insert the record whose prefix
 	// is the parameter prefix and whose result the SQL expression result,
 	// once per row of source (none: no record): one upsert of the
 	// namespace's head row, which locks it until the commit (so records
 	// are chained in the order their transitions commit; the first one
-	// inserts it) and computes the record's seq, time (the database's
-	// clock, read once) and prev from the head as it was; then the insert
-	// of the record's line, audit.Seal's format, recomputed from them.
+	// inserts it), numbers the record after the head's and builds its
+	// line, audit.Seal's format, once (its time the database's clock, its
+	// prev the SHA-256 of the head's line), keeping it as the new head's;
+	// then the insert of that line as the record. The head row keeps the
+	// line rather than its hash, so that no line is built or hashed twice:
+	// each is hashed once, when the next record takes it as prev.
 	seal := func(source, prefix, result string) string {
-		line := func(seq, at, prev string) string {
+		line := func(seq, prev string) string {
 			return prefix + ` || convert_to(format('"seq":%s,"time":%s,"result":"%s","prev":"%s"}', ` +
-				seq + `, ` + at + `, ` + result + `, encode(` + prev + `, 'hex')), 'UTF8')`
+				seq + `, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, ` + result + `, encode(` + prev + `, 'hex')), 'UTF8')`
 		}
 		zero := `decode(repeat('00', 32), 'hex')`
 		return `sealed AS (
-	INSERT INTO ` + head + ` AS h (namespace, seq, head, prev, at)
-	SELECT $1, 1, sha256(` + line("1", "t.at", zero) + `), ` + zero + `, t.at
-	FROM ` + source + `, (SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint AS at) t
-	ON CONFLICT (namespace) DO UPDATE SET seq = h.seq + 1, prev = h.head, at = EXCLUDED.at,
-		head = sha256(` + line("h.seq + 1", "EXCLUDED.at", "h.head") + `)
-	RETURNING seq, prev, at
+	INSERT INTO ` + head + ` AS h (namespace, seq, line)
+	SELECT $1, 1, ` + line("1", zero) + `
+	FROM ` + source + `
+	ON CONFLICT (namespace) DO UPDATE SET seq = h.seq + 1, head = NULL,
+		line = ` + line("h.seq + 1", "coalesce(sha256(h.line), h.head)") + `
+	RETURNING seq, line
 ), recorded AS (
-	INSERT INTO ` + records + ` SELECT $1, seq, ` + line("seq", "at", "prev") + ` FROM sealed
+	INSERT INTO ` + records + ` SELECT $1, seq, line FROM sealed
 )`
 	}
 	s.appendSQL = `WITH ` + seal(`(SELECT) one`, `$2::bytea`, `$3::text`) + ` SELECT seq FROM sealed`
@@ -565,7 +581,8 @@ func (s *Store) auditSQL(table string) {
 		` SELECT changed.*, (SELECT seq FROM sealed) FROM changed`
 	s.completeAuditSQL = strings.Replace(s.completeSQL, "\n", ", changed AS (\n", 1) + `), ` + seal("changed", "$6::bytea", "'ok'") +
 		` SELECT changed.*, (SELECT seq FROM sealed) FROM changed`
-	s.headSQL = `SELECT seq, head FROM ` + head + ` WHERE namespace = $1`
+	// A row not written since the upgrade keeps its head as it was.
+	s.headSQL = `SELECT seq, coalesce(sha256(line), head) FROM ` + head + ` WHERE namespace = $1`
 	s.recordsSQL = `SELECT line FROM ` + records + ` WHERE namespace = $1 AND seq >= $2 ORDER BY seq`
 	s.addCheckpointSQL = `INSERT INTO ` + cps + ` VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`
 	s.checkpointsSQL = `SELECT checkpoint FROM ` + cps + ` WHERE namespace = $1 ORDER BY seq`
@@ -691,6 +708,16 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if !current {
 		if _, err := tx.Exec(ctx, s.approvalsMigrationSQL); err != nil {
 			return fmt.Errorf("pgledger: migrate: approvals: %w", err)
+		}
+	}
+	if s.audit {
+		if err := tx.QueryRow(ctx, s.auditHeadSQL, s.auditHead).Scan(&current); err != nil {
+			return fmt.Errorf("pgledger: migrate: %w", err)
+		}
+		if !current {
+			if _, err := tx.Exec(ctx, s.auditHeadMigrationSQL); err != nil {
+				return fmt.Errorf("pgledger: migrate: audit head: %w", err)
+			}
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
