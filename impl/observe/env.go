@@ -26,8 +26,10 @@ import (
 //
 // It refuses, rather than ignores, what it cannot do: another exporter
 // (only otlp is built in) or the grpc protocol (only http/protobuf and
-// http/json). Spans are batched and sent in the background; call Shutdown
-// on the provider to send what is left before exiting.
+// http/json), and an OTEL_BSP_* value that is not a positive integer.
+// Spans are batched (by a batcher of this package's, which wakes its
+// goroutine per batch rather than per span) and sent in the background;
+// call Shutdown on the provider to send what is left before exiting.
 func FromEnv(ctx context.Context, service, version string) (*sdktrace.TracerProvider, error) {
 	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
 		return nil, nil
@@ -50,6 +52,10 @@ func FromEnv(ctx context.Context, service, version string) (*sdktrace.TracerProv
 			return nil, fmt.Errorf("%s=%q: only http/protobuf or http/json is supported", v, p)
 		}
 	}
+	batch, err := batchFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("OTLP trace exporter: %w", err)
@@ -62,5 +68,5 @@ func FromEnv(ctx context.Context, service, version string) (*sdktrace.TracerProv
 		exp.Shutdown(ctx)
 		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(newBatcher(exp, batch)), sdktrace.WithResource(res)), nil
 }
