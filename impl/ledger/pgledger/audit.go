@@ -8,6 +8,7 @@ import (
 	"iter"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/audit"
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
@@ -78,6 +79,41 @@ func (s *Store) refusedIn(ctx context.Context, tx pgx.Tx, op audit.Op, prefix []
 // Options.Audit.
 var errNoTrail = errors.New("pgledger: the store keeps no audit trail (Options.Audit)")
 
+// errNoHead: a transition failed, twice, because the namespace's audit
+// head row was missing; it was not made.
+var errNoHead = errors.New("pgledger: the audit head row is missing")
+
+// sealing runs op, an audited transition, once the namespace's head row
+// exists: the store makes it (headRowSQL) before its first transition,
+// and again when a transition fails because the row has gone (deleted
+// since; the transition's statement failed whole, so it was not made),
+// and then runs op once more.
+func (s *Store) sealing(ctx context.Context, op func() error) error {
+	for retried := false; ; retried = true {
+		if !s.headMade.Load() {
+			if _, err := s.pool.Exec(ctx, s.headRowSQL, s.ns); err != nil {
+				return fmt.Errorf("audit head: %w", err)
+			}
+			s.headMade.Store(true)
+		}
+		err := op()
+		if !s.noHead(err) {
+			return err
+		}
+		s.headMade.Store(false)
+		if retried {
+			return fmt.Errorf("%w: %w", errNoHead, err)
+		}
+	}
+}
+
+// noHead tells whether err is the failure of a statement that found no
+// head row (see seal in auditSQL): the record's insert of a NULL line.
+func (s *Store) noHead(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23502" && pe.TableName == s.records && pe.ColumnName == "line"
+}
+
 var _ audit.Trail = (*Store)(nil)
 
 // Head implements [audit.Trail].
@@ -90,7 +126,7 @@ func (s *Store) Head(ctx context.Context) (uint64, audit.Hash, error) {
 	var head []byte
 	err := s.pool.QueryRow(ctx, s.headSQL, s.ns).Scan(&seq, &head)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
+	case errors.Is(err, pgx.ErrNoRows), err == nil && seq == 0: // made, no record yet
 		return 0, h, nil
 	case err != nil:
 		return 0, h, fmt.Errorf("pgledger: audit head: %w", err)

@@ -267,3 +267,57 @@ func TestMigrateAuditHead(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditHeadRemade deletes the namespace's head row under a store that
+// has made it: its next transition finds none, fails whole, and the store
+// makes the row again and tries once more. With the trail deleted too,
+// that makes the confirmation and record 1 (a transition made without its
+// record in the failed try would have left the Add refused as existing).
+// Its control: with the records kept, the retry's record 1 collides with
+// the one there, so the Add fails, and adds nothing; the trail kept still
+// verifies.
+func TestAuditHeadRemade(t *testing.T) {
+	ctx := context.Background()
+	p := newPool(t)
+	records := pgx.Identifier{pgledger.DefaultTable + "_audit"}.Sanitize()
+	head := pgx.Identifier{pgledger.DefaultTable + "_audit_head"}.Sanitize()
+	for _, c := range []struct {
+		name     string
+		wipe     bool // the records deleted too
+		wantAdd  bool
+		wantRecs uint64
+	}{{"trail deleted", true, true, 1}, {"records kept", false, false, 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := auditedStore(t, p, pgledger.DefaultTable)
+			first := ledgertest.Fresh(t)
+			if err := s.Add(ctx, first); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Spend(ctx, first.ID, ledger.Acting, ledgertest.Long); err != nil {
+				t.Fatal(err)
+			}
+			deletes := []string{head}
+			if c.wipe {
+				deletes = append(deletes, records)
+			}
+			for _, table := range deletes {
+				if _, err := p.Exec(ctx, `DELETE FROM `+table+` WHERE namespace = $1`, s.Namespace()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			next := ledgertest.Fresh(t)
+			err := s.Add(ctx, next)
+			if (err == nil) != c.wantAdd {
+				t.Fatalf("Add after the head row's deletion: %v; want success %v", err, c.wantAdd)
+			}
+			_, lerr := s.Lookup(ctx, next.ID)
+			if added := lerr == nil; added != c.wantAdd {
+				t.Fatalf("Lookup after the Add: %v; want it added: %v", lerr, c.wantAdd)
+			}
+			sum, err := audit.Verify(s.Records(ctx, 1), nil, audit.VerifyOptions{})
+			if err != nil || sum.Records != c.wantRecs {
+				t.Fatalf("Verify: %+v, %v; want %d records", sum, err, c.wantRecs)
+			}
+		})
+	}
+}

@@ -135,7 +135,11 @@
 // head is its SHA-256). Each record is sealed inside the transaction of
 // its transition by an upsert of the head row, which locks it until the
 // commit and builds the record's line (its seq, time and prev from the
-// head as it was), then an insert of that line: a Spend's or Complete's
+// head as it was), then an insert of that line (the head row is made, at
+// seq 0, by a statement of its own before a store's first audited
+// transition; a transition that finds it deleted since fails whole, and
+// is tried once more after the row is made again: TestSealWithoutHead,
+// TestAuditHeadRemade): a Spend's or Complete's
 // change and its record are one statement (the change in a WITH, the
 // record sealed over the row it returns, so a change that applies to
 // nothing records nothing); an Add's insert and its record one
@@ -316,6 +320,12 @@ type Store struct {
 	// auditHeadSQL tells whether the head table has the column line;
 	// auditHeadMigrationSQL adds it to a table made by an earlier version.
 	auditHead, auditHeadSQL, auditHeadMigrationSQL string
+	// headRowSQL makes the namespace's head row, at seq 0, if it has none;
+	// headMade says this store has made sure of it since the last
+	// transition that found none (records is TABLE_audit's name, which
+	// the error of such a transition names).
+	headRowSQL, records string
+	headMade            atomic.Bool
 }
 
 var _ ledger.Store = (*Store)(nil)
@@ -544,17 +554,29 @@ WHERE attrelid = to_regclass($1) AND attname = 'line' AND NOT attisdropped)`
 	s.auditHeadMigrationSQL = `ALTER TABLE ` + head + ` ADD COLUMN IF NOT EXISTS line bytea,
 	ALTER COLUMN head DROP NOT NULL, DROP COLUMN IF EXISTS prev, DROP COLUMN IF EXISTS at`
 	s.auditHead = head
+	// The namespace's head row is made, at seq 0 with no line (record 1's
+	// prev is then 32 zero bytes), before a store's first audited
+	// transition (Store.sealing), by a statement of its own, so that the
+	// transitions' statements need not build a first record's line on
+	// every call for the one call that inserts the row.
+	s.headRowSQL = `INSERT INTO ` + head + ` (namespace, seq) VALUES ($1, 0) ON CONFLICT DO NOTHING`
+	s.records = table + "_audit"
 	// seal returns the CTEs that seal and insert the record whose prefix
 	// is the parameter prefix and whose result the SQL expression result,
 	// once per row of source (none: no record): one upsert of the
 	// namespace's head row, which locks it until the commit (so records
-	// are chained in the order their transitions commit; the first one
-	// inserts it), numbers the record after the head's and builds its
-	// line, audit.Seal's format, once (its time the database's clock, its
-	// prev the SHA-256 of the head's line), keeping it as the new head's;
-	// then the insert of that line as the record. The head row keeps the
-	// line rather than its hash, so that no line is built or hashed twice:
-	// each is hashed once, when the next record takes it as prev.
+	// are chained in the order their transitions commit), numbers the
+	// record after the head's and builds its line, audit.Seal's format,
+	// once (its time the database's clock, its prev the SHA-256 of the
+	// head's line), keeping it as the new head's; then the insert of that
+	// line as the record. The head row keeps the line rather than its
+	// hash, so that no line is built or hashed twice: each is hashed once,
+	// when the next record takes it as prev. The upsert's insert is taken
+	// only when the head row is missing (deleted since the store made it):
+	// it inserts no line, so the record's insert fails on its NOT NULL
+	// line and the whole statement, transition included, with it (a
+	// transition is never made without its record); Store.sealing then
+	// makes the row and tries once more.
 	seal := func(source, prefix, result string) string {
 		line := func(seq, prev string) string {
 			return prefix + ` || convert_to(format('"seq":%s,"time":%s,"result":"%s","prev":"%s"}', ` +
@@ -562,11 +584,11 @@ WHERE attrelid = to_regclass($1) AND attname = 'line' AND NOT attisdropped)`
 		}
 		zero := `decode(repeat('00', 32), 'hex')`
 		return `sealed AS (
-	INSERT INTO ` + head + ` AS h (namespace, seq, line)
-	SELECT $1, 1, ` + line("1", zero) + `
+	INSERT INTO ` + head + ` AS h (namespace, seq)
+	SELECT $1, 0
 	FROM ` + source + `
 	ON CONFLICT (namespace) DO UPDATE SET seq = h.seq + 1, head = NULL,
-		line = ` + line("h.seq + 1", "coalesce(sha256(h.line), h.head)") + `
+		line = ` + line("h.seq + 1", "coalesce(sha256(h.line), h.head, "+zero+")") + `
 	RETURNING seq, line
 ), recorded AS (
 	INSERT INTO ` + records + ` SELECT $1, seq, line FROM sealed
@@ -574,13 +596,13 @@ WHERE attrelid = to_regclass($1) AND attname = 'line' AND NOT attisdropped)`
 	}
 	s.appendSQL = `WITH ` + seal(`(SELECT) one`, `$2::bytea`, `$3::text`) + ` SELECT seq FROM sealed`
 	s.addAuditSQL = strings.Replace(s.addSQL, ")\nSELECT (SELECT count(*) FROM added), total, mine,",
-		"), "+seal("added", "$13::bytea", "'ok'")+"\nSELECT (SELECT count(*) FROM added), total, mine, (SELECT seq FROM sealed),", 1)
+		"), "+seal("added", "$13::bytea", "'ok'")+"\nSELECT (SELECT count(*) FROM added), total, mine,", 1)
 	// The clock's CTE stays at the top level, where a data-modifying
 	// one must be: WITH c AS (...), changed AS (UPDATE ...), sealed ...
 	s.spendAuditSQL = strings.Replace(s.spendSQL, "\n", ", changed AS (\n", 1) + `), ` + seal("changed", "$6::bytea", "'ok'") +
-		` SELECT changed.*, (SELECT seq FROM sealed) FROM changed`
+		` SELECT * FROM changed`
 	s.completeAuditSQL = strings.Replace(s.completeSQL, "\n", ", changed AS (\n", 1) + `), ` + seal("changed", "$6::bytea", "'ok'") +
-		` SELECT changed.*, (SELECT seq FROM sealed) FROM changed`
+		` SELECT * FROM changed`
 	// A row not written since the upgrade keeps its head as it was.
 	s.headSQL = `SELECT seq, coalesce(sha256(line), head) FROM ` + head + ` WHERE namespace = $1`
 	s.recordsSQL = `SELECT line FROM ` + records + ` WHERE namespace = $1 AND seq >= $2 ORDER BY seq`
@@ -808,26 +830,30 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) (err error) {
 	// One round trip, one transaction (a batch runs in an implicit one):
 	// the lock, held to its commit, makes count-then-insert atomic for
 	// every Add of the namespace, from any replica.
-	var b pgx.Batch
-	b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.addLockKey)
 	var added, total, mine int64
 	var existed bool
-	if s.audit {
-		var seq *int64
-		b.Queue(s.addAuditSQL, s.ns, c.ID[:], []byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject),
-			at, ns, s.maxPending, s.maxPer, approval, s.traceSeq, ledger.AuditIssue(ctx, c).Prefix()).QueryRow(func(r pgx.Row) error {
-			return r.Scan(&added, &total, &mine, &seq, &existed, &st.now, &tseq)
-		})
-	} else {
-		b.Queue(s.addSQL, s.ns, c.ID[:], []byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject),
-			at, ns, s.maxPending, s.maxPer, approval, s.traceSeq).QueryRow(func(r pgx.Row) error {
+	insert := func() error {
+		var b pgx.Batch
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, s.addLockKey)
+		sql, args := s.addSQL, []any{s.ns, c.ID[:], []byte(c.Tool), []byte(c.ArgsDigest), []byte(c.Principal), []byte(c.Subject),
+			at, ns, s.maxPending, s.maxPer, approval, s.traceSeq}
+		if s.audit {
+			sql, args = s.addAuditSQL, append(args, ledger.AuditIssue(ctx, c).Prefix())
+		}
+		b.Queue(sql, args...).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&added, &total, &mine, &existed, &st.now, &tseq)
 		})
+		// A refusal (exists, full) is read from rows that may not be on
+		// the standby yet: it waits for them, as reads do.
+		s.queueWait(&b)
+		return s.pool.SendBatch(ctx, &b).Close()
 	}
-	// A refusal (exists, full) is read from rows that may not be on the
-	// standby yet: it waits for them, as reads do.
-	s.queueWait(&b)
-	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
+	if s.audit {
+		err = s.sealing(ctx, insert)
+	} else {
+		err = insert()
+	}
+	if err != nil {
 		return fmt.Errorf("pgledger: add %s: %w", c.ID, err)
 	}
 	switch {
@@ -940,7 +966,14 @@ func (s *Store) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, app
 	if s.audit {
 		prefix = ledger.AuditDecide(ctx, id, p, approve).Prefix()
 	}
-	rec, err = s.decideTx(ctx, id, p, approve, prefix, &r)
+	if s.audit {
+		err = s.sealing(ctx, func() (err error) {
+			rec, err = s.decideTx(ctx, id, p, approve, prefix, &r)
+			return err
+		})
+	} else {
+		rec, err = s.decideTx(ctx, id, p, approve, prefix, &r)
+	}
 	if err != nil && ledger.ResultOf(err) == ledger.ResultError {
 		return ledger.Record{}, fmt.Errorf("pgledger: decide %s: %w", id, err)
 	}
@@ -1023,17 +1056,25 @@ func (s *Store) Lookup(ctx context.Context, id ledger.ID) (ledger.Record, error)
 // change is tried again.
 func (s *Store) decide(ctx context.Context, id ledger.ID, applies func(row) bool, a *audited, change string, args ...any) (changed bool, r row, err error) {
 	args = append([]any{s.ns, id[:]}, args...)
-	var more []any
-	if a != nil {
-		// The audited statement: the change, and its record sealed in
-		// the same statement, so in the same transaction.
-		change = map[string]string{s.spendSQL: s.spendAuditSQL, s.completeSQL: s.completeAuditSQL}[change]
-		var seq int64
-		args, more = append(args, a.rec.Prefix()), []any{&seq}
+	if a == nil {
+		return s.tryChange(ctx, id, applies, nil, change, args)
 	}
+	// The audited statement: the change, and its record sealed in the
+	// same statement, so in the same transaction.
+	change = map[string]string{s.spendSQL: s.spendAuditSQL, s.completeSQL: s.completeAuditSQL}[change]
+	args = append(args, a.rec.Prefix())
+	err = s.sealing(ctx, func() (err error) {
+		changed, r, err = s.tryChange(ctx, id, applies, a, change, args)
+		return err
+	})
+	return changed, r, err
+}
+
+// tryChange is decide's loop, with change and its args complete.
+func (s *Store) tryChange(ctx context.Context, id ledger.ID, applies func(row) bool, a *audited, change string, args []any) (changed bool, r row, err error) {
 	for range 3 {
 		r = row{}
-		if err := s.underLock(ctx, id, change, args, &r, more...); err != nil {
+		if err := s.underLock(ctx, id, change, args, &r); err != nil {
 			return false, row{}, err
 		}
 		if r.found {
@@ -1060,10 +1101,10 @@ func (s *Store) decide(ctx context.Context, id ledger.ID, applies func(row) bool
 // underLock runs query with args, which returns a row of readSQL's
 // columns or none, in one transaction after taking the row's lock, and
 // scans what it returns into r.
-func (s *Store) underLock(ctx context.Context, id ledger.ID, query string, args []any, r *row, more ...any) error {
+func (s *Store) underLock(ctx context.Context, id ledger.ID, query string, args []any, r *row) error {
 	var b pgx.Batch
 	b.Queue(s.rowLockSQL, s.rowLockKey+id.String())
-	b.Queue(query, args...).QueryRow(func(row pgx.Row) error { return r.scan(id, row, more...) })
+	b.Queue(query, args...).QueryRow(func(row pgx.Row) error { return r.scan(id, row) })
 	if query == s.readSQL {
 		// An answer read, not written: it waits for the standby.
 		s.queueWait(&b)
@@ -1136,17 +1177,16 @@ func (r row) event(e ledger.Event) ledger.Event {
 }
 
 // scan reads row into r; no row, or a missing one (state ”), leaves r
-// not found. more are the
-// destinations of columns after rowColumns.
-func (r *row) scan(id ledger.ID, src pgx.Row, more ...any) error {
+// not found.
+func (r *row) scan(id ledger.ID, src pgx.Row) error {
 	var state string
 	var tool, args, principal, subject, outcome, approval, decisions []byte
 	var at time.Time
 	var ns int16
 	var leased bool
 	var seq *int64
-	err := src.Scan(append([]any{&state, &r.unexpired, &leased, &tool, &args, &principal, &subject, &at, &ns, &outcome,
-		&approval, &decisions, &r.now, &seq}, more...)...)
+	err := src.Scan(&state, &r.unexpired, &leased, &tool, &args, &principal, &subject, &at, &ns, &outcome,
+		&approval, &decisions, &r.now, &seq)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil
