@@ -182,15 +182,22 @@ func (b *batcher) ForceFlush(ctx context.Context) error {
 }
 
 // Shutdown stops the goroutine, exports what waits, then shuts the
-// exporter down; spans that end later are dropped. Later calls return the
-// first's result.
+// exporter down; spans that end later are dropped. If ctx ends first
+// (the goroutine still in an export to a collector that does not
+// answer), it returns ctx's error rather than wait for the export's own
+// timeout. Later calls return the first's result.
 func (b *batcher) Shutdown(ctx context.Context) error {
 	b.shutOnce.Do(func() {
 		b.mu.Lock()
 		b.stopped = true
 		b.mu.Unlock()
 		close(b.stop)
-		<-b.done
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			b.shutErr = ctx.Err()
+			return
+		}
 		b.shutErr = errors.Join(b.export(ctx, true), b.exp.Shutdown(ctx))
 	})
 	return b.shutErr

@@ -217,3 +217,30 @@ func TestBatcherFlushReportsExportErrors(t *testing.T) {
 		t.Fatalf("exported batches %v, want [2]", got)
 	}
 }
+
+// TestBatcherShutdownKeepsItsDeadline: with the goroutine stuck in an
+// export, Shutdown returns when its context ends, not when the export's
+// timeout (here an hour) would.
+func TestBatcherShutdownKeepsItsDeadline(t *testing.T) {
+	e := &batches{hold: make(chan struct{})}
+	defer close(e.hold)
+	b := newBatcher(e, batchOptions{delay: time.Hour, timeout: time.Hour, queue: 10, maxBatch: 2})
+	endSpans(b, 2, true)
+	until(t, "the batch taken", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.spans) == 0
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- b.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Shutdown = %v, want its context's deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown waited past its context for a stuck export")
+	}
+}
