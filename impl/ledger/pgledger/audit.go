@@ -87,8 +87,11 @@ var errNoHead = errors.New("pgledger: the audit head row is missing")
 // exists: the store makes it (headRowSQL) before its first transition,
 // and again when a transition fails because the row has gone (deleted
 // since; the transition's statement failed whole, so it was not made),
-// and then runs op once more.
+// and then runs op once more. A store that keeps no trail just runs op.
 func (s *Store) sealing(ctx context.Context, op func() error) error {
+	if !s.audit {
+		return op()
+	}
 	for retried := false; ; retried = true {
 		if !s.headMade.Load() {
 			if _, err := s.pool.Exec(ctx, s.headRowSQL, s.ns); err != nil {

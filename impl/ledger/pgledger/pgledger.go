@@ -848,12 +848,7 @@ func (s *Store) Add(ctx context.Context, c ledger.Confirmation) (err error) {
 		s.queueWait(&b)
 		return s.pool.SendBatch(ctx, &b).Close()
 	}
-	if s.audit {
-		err = s.sealing(ctx, insert)
-	} else {
-		err = insert()
-	}
-	if err != nil {
+	if err = s.sealing(ctx, insert); err != nil {
 		return fmt.Errorf("pgledger: add %s: %w", c.ID, err)
 	}
 	switch {
@@ -966,14 +961,10 @@ func (s *Store) Decide(ctx context.Context, id ledger.ID, p ledger.Approver, app
 	if s.audit {
 		prefix = ledger.AuditDecide(ctx, id, p, approve).Prefix()
 	}
-	if s.audit {
-		err = s.sealing(ctx, func() (err error) {
-			rec, err = s.decideTx(ctx, id, p, approve, prefix, &r)
-			return err
-		})
-	} else {
+	err = s.sealing(ctx, func() (err error) {
 		rec, err = s.decideTx(ctx, id, p, approve, prefix, &r)
-	}
+		return err
+	})
 	if err != nil && ledger.ResultOf(err) == ledger.ResultError {
 		return ledger.Record{}, fmt.Errorf("pgledger: decide %s: %w", id, err)
 	}
