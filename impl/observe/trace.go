@@ -106,9 +106,9 @@ func remoteParent(ctx context.Context, req mcp.Request) (_ context.Context, inva
 	if !ok || len(tp) > maxTraceparent {
 		return ctx, true
 	}
-	carrier := propagation.MapCarrier{MetaTraceparent: tp}
+	carrier := &metaCarrier{traceparent: tp}
 	if ts, ok := meta[MetaTracestate].(string); ok && len(ts) <= maxTracestate {
-		carrier[MetaTracestate] = ts
+		carrier.tracestate = ts
 	}
 	out := propagation.TraceContext{}.Extract(ctx, carrier)
 	if !trace.SpanContextFromContext(out).IsRemote() {
@@ -116,6 +116,33 @@ func remoteParent(ctx context.Context, req mcp.Request) (_ context.Context, inva
 	}
 	return out, false
 }
+
+// metaCarrier hands the propagator a request's traceparent and
+// tracestate: a struct, not a propagation.MapCarrier, which would build a
+// map for every call to read two strings from.
+type metaCarrier struct{ traceparent, tracestate string }
+
+func (c *metaCarrier) Get(key string) string {
+	switch key {
+	case MetaTraceparent:
+		return c.traceparent
+	case MetaTracestate:
+		return c.tracestate
+	}
+	return ""
+}
+
+// Set is never called by Extract; it sets what Get reads.
+func (c *metaCarrier) Set(key, value string) {
+	switch key {
+	case MetaTraceparent:
+		c.traceparent = value
+	case MetaTracestate:
+		c.tracestate = value
+	}
+}
+
+func (c *metaCarrier) Keys() []string { return []string{MetaTraceparent, MetaTracestate} }
 
 // Bounds on what is parsed of a client's trace context: a version-00
 // traceparent is 55 bytes (later versions may append fields); W3C caps a
@@ -169,7 +196,8 @@ func (s Stage) String() string { return stageNames[s] }
 type Span struct {
 	t     *Telemetry
 	span  trace.Span // nil without traces
-	start time.Time
+	tool  string     // the span's gen_ai.tool.name, set when it ends; "" none
+	start time.Time  // an Act's start, for its duration; zero for the others
 }
 
 // Start begins stage s of a call of tool, as a child span of ctx's when
@@ -179,16 +207,35 @@ func (t *Telemetry) Start(ctx context.Context, s Stage, tool string) (context.Co
 		return ctx, Span{}
 	}
 	sp := Span{t: t}
-	if t.m != nil {
+	if t.m != nil && s == Act { // the only stage whose duration is observed
 		sp.start = time.Now()
 	}
 	if t.tracer != nil {
+		// The tool's name is set with the other attributes when the span
+		// ends: one SetAttributes a span, which takes the span's lock and
+		// grows its attributes once.
 		ctx, sp.span = t.tracer.Start(ctx, s.String())
-		if tool != "" {
-			sp.span.SetAttributes(attrTool.String(tool[:min(len(tool), maxTool)]))
-		}
+		sp.tool = tool[:min(len(tool), maxTool)]
 	}
 	return ctx, sp
+}
+
+// setAttributes sets the span's attributes as it ends: the tool's name,
+// if any, then a and b, if set.
+func (s Span) setAttributes(a, b attribute.KeyValue) {
+	var kv [3]attribute.KeyValue
+	n := 0
+	if s.tool != "" {
+		kv[n] = attrTool.String(s.tool)
+		n++
+	}
+	for _, x := range [2]attribute.KeyValue{a, b} {
+		if x.Key != "" {
+			kv[n] = x
+			n++
+		}
+	}
+	s.span.SetAttributes(kv[:n]...)
 }
 
 // end ends the span with the ledger's result r (its words, a fixed set)
@@ -197,12 +244,7 @@ func (s Span) end(r ledger.Result, a attribute.KeyValue) {
 	if s.span == nil {
 		return
 	}
-	kv := [2]attribute.KeyValue{attrResult.String(string(r)), a}
-	if a.Key == "" {
-		s.span.SetAttributes(kv[:1]...)
-	} else {
-		s.span.SetAttributes(kv[:]...)
-	}
+	s.setAttributes(attrResult.String(string(r)), a)
 	if r == ledger.ResultError {
 		s.span.SetStatus(codes.Error, "ledger error")
 	}
@@ -296,7 +338,7 @@ func (s Span) EndAct(kind ledger.OutcomeKind) {
 		m.action[kind].Observe(time.Since(s.start).Seconds())
 	}
 	if s.span != nil {
-		s.span.SetAttributes(attrOutcome.String(kind.String()))
+		s.setAttributes(attrOutcome.String(kind.String()), attribute.KeyValue{})
 		if kind != ledger.OutcomeDone {
 			s.span.SetStatus(codes.Error, kind.String())
 		}
@@ -322,6 +364,7 @@ func (s Span) EndForward(err error) {
 	if s.span == nil {
 		return
 	}
+	s.setAttributes(attribute.KeyValue{}, attribute.KeyValue{})
 	if err != nil {
 		s.span.SetStatus(codes.Error, "upstream call failed")
 	}
