@@ -173,14 +173,34 @@ func memoryLedgers(b *testing.B) (off, metrics, on, onTmpfs ledger.Store, sql [3
 	return ledger.NewMemory(ledger.MemoryOptions{}), ledger.NewMemory(ledger.MemoryOptions{}), on, onTmpfs, sql
 }
 
-// postgresLedgers: PostgreSQL stores in fresh namespaces, each on a pool
-// of its own whose statements a statementClock times, on's keeping its
-// trail.
+// postgresLedgers: PostgreSQL stores in fresh namespaces of a table of
+// the benchmark's own (dropped after it: the test server runs without
+// autovacuum, and on a shared table's dead rows the statements' plans and
+// times drift from run to run), each on a pool of its own whose
+// statements a statementClock times, on's keeping its trail.
 func postgresLedgers(b *testing.B) (off, metrics, on, onTmpfs ledger.Store, sql [3]*statementClock) {
 	u := os.Getenv("MCP_CONFIRM_POSTGRES_URL")
 	if u == "" {
 		b.Skip("set MCP_CONFIRM_POSTGRES_URL to run the PostgreSQL ledgers")
 	}
+	var r [8]byte
+	rand.Read(r[:])
+	table := "mcp_confirm_bench_" + hex.EncodeToString(r[:])
+	b.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), u)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer conn.Close(context.Background())
+		var tables []string
+		for _, suffix := range []string{"", "_audit", "_audit_head", "_audit_checkpoint"} {
+			tables = append(tables, pgx.Identifier{table + suffix}.Sanitize())
+		}
+		if _, err := conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+strings.Join(tables, ", ")); err != nil {
+			b.Error(err)
+		}
+	})
 	open := func(audited bool, clock *statementClock) ledger.Store {
 		cfg, err := pgxpool.ParseConfig(u)
 		if err != nil {
@@ -194,7 +214,7 @@ func postgresLedgers(b *testing.B) (off, metrics, on, onTmpfs ledger.Store, sql 
 		b.Cleanup(pool.Close)
 		var r [8]byte
 		rand.Read(r[:])
-		s, err := pgledger.New(pool, pgledger.Options{Namespace: "mcp-confirm-bench:" + hex.EncodeToString(r[:]), Audit: audited})
+		s, err := pgledger.New(pool, pgledger.Options{Table: table, Namespace: "mcp-confirm-bench:" + hex.EncodeToString(r[:]), Audit: audited})
 		if err != nil {
 			b.Fatal(err)
 		}
