@@ -85,6 +85,12 @@ func Verify(lines iter.Seq2[[]byte, error], checkpoints []Checkpoint, opts Verif
 			return sum, &Break{Seq: c.Seq, Problem: Forged, Detail: fmt.Sprintf("the checkpoint is of namespace %q, not %q", c.Namespace, opts.Namespace)}
 		}
 	}
+	// A checkpoint of record 0 (the empty trail) names no record: left
+	// first, it stopped every later checkpoint's head being compared, so
+	// an edit of a checkpointed last record was named a truncation.
+	for len(cps) > 0 && cps[0].Seq == 0 {
+		cps = cps[1:]
+	}
 	var prev Hash
 	next := uint64(1) // the seq expected
 	var found *Break  // a seq out of place, waiting to learn whether the expected one comes later
@@ -133,9 +139,6 @@ func Verify(lines iter.Seq2[[]byte, error], checkpoints []Checkpoint, opts Verif
 	if found != nil {
 		found.Detail = fmt.Sprintf("record %s follows record %d", found.Detail, found.Seq-1)
 		return sum, found
-	}
-	for len(cps) > 0 && cps[0].Seq == 0 {
-		cps = cps[1:]
 	}
 	if len(cps) > 0 {
 		last := cps[len(cps)-1]
