@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,10 @@ func TestParseRefusesOtherSpellings(t *testing.T) {
 		"version 2":      strings.Replace(line, `"v":1`, `"v":2`, 1),
 		"bad op":         strings.Replace(line, `"redeem"`, `"steal"`, 1),
 		"bad result":     strings.Replace(line, `"result":"ok"`, `"result":"OK"`, 1),
+		"empty result":   strings.Replace(line, `"result":"ok"`, `"result":""`, 1),
+		"long result":    strings.Replace(line, `"result":"ok"`, `"result":"`+strings.Repeat("a", 33)+`"`, 1),
+		"long prev":      strings.Replace(line, `"}`, `00"}`, 1),
+		"short prev":     strings.Replace(line, `00"}`, `"}`, 1),
 	} {
 		if other == line {
 			t.Fatalf("%s: the edit changed nothing", name)
@@ -69,6 +74,71 @@ func TestParseRefusesOtherSpellings(t *testing.T) {
 		if _, err := audit.Parse([]byte(other)); !errors.Is(err, audit.ErrNotCanonical) {
 			t.Errorf("%s: Parse(%s) = %v, want ErrNotCanonical", name, other, err)
 		}
+	}
+}
+
+// TestCanonicalBytes pins the canonical bytes of a record, which the
+// Redis and PostgreSQL stores' scripts also write: every field in its
+// place, empty ones left out, control characters and DEL escaped as
+// \u00XX, '"' and '\' with a backslash.
+func TestCanonicalBytes(t *testing.T) {
+	r := audit.Record{Op: audit.OpDecide, ID: "0011", Principal: "alice", Tool: "delete_file", ArgsDigest: "sha256:ab",
+		Question: "a\x7f\"\\\n\x01b", Deadline: -1, Approver: "sub:bob", Decision: "approve",
+		Seq: 2, Time: 7, Result: "ok", Prev: audit.Hash{0xff, 31: 0x01}}
+	const want = `{"v":1,"op":"decide","id":"0011","principal":"alice","tool":"delete_file","args":"sha256:ab",` +
+		`"question":"a\u007f\"\\\u000a\u0001b","deadline":-1,"approver":"sub:bob","decision":"approve",` +
+		`"seq":2,"time":7,"result":"ok","prev":"ff00000000000000000000000000000000000000000000000000000000000001"}`
+	if got := string(r.Canonical()); got != want {
+		t.Errorf("canonical bytes:\n%s\nwant\n%s", got, want)
+	}
+	if got, err := audit.Parse([]byte(want)); err != nil || got != r {
+		t.Errorf("Parse: %+v, %v; want %+v", got, err, r)
+	}
+}
+
+// TestRecorded: every answer is recorded but a store's failure, an Issue
+// refused, and a poll while approvers decide.
+func TestRecorded(t *testing.T) {
+	for _, c := range []struct {
+		op     audit.Op
+		result string
+		want   bool
+	}{
+		{audit.OpIssue, "ok", true},
+		{audit.OpIssue, "full", false},
+		{audit.OpIssue, "exists", false},
+		{audit.OpIssue, "error", false},
+		{audit.OpRedeem, "ok", true},
+		{audit.OpRedeem, "done", true},
+		{audit.OpRedeem, "expired", true},
+		{audit.OpRedeem, "awaiting_approval", false},
+		{audit.OpRedeem, "error", false},
+		{audit.OpDecide, "decided", true},
+		{audit.OpDecide, "error", false},
+		{audit.OpCancel, "in_progress", true},
+		{audit.OpComplete, "in_doubt", true},
+		{audit.OpComplete, "error", false},
+	} {
+		if got := audit.Recorded(c.op, c.result); got != c.want {
+			t.Errorf("Recorded(%s, %s) = %v, want %v", c.op, c.result, got, c.want)
+		}
+	}
+}
+
+// TestLinesRefusesATornLastLine: a buffer whose last line has no newline
+// (a torn write) is an error after the lines before it, not a record.
+func TestLinesRefusesATornLastLine(t *testing.T) {
+	var got []string
+	var last error
+	for l, err := range audit.Lines([]byte("a\nb\n{\"v\":1")) {
+		if err != nil {
+			last = err
+			break
+		}
+		got = append(got, string(l))
+	}
+	if !slices.Equal(got, []string{"a", "b"}) || last == nil {
+		t.Errorf("Lines: %q, then %v; want a, b, then an error", got, last)
 	}
 }
 
@@ -208,7 +278,10 @@ func TestKeyLines(t *testing.T) {
 	if c.Verify(p) == nil {
 		t.Fatal("a checkpoint whose seq changed verifies")
 	}
-	for _, bad := range []string{pub, priv[:len(priv)-1], priv[:len(priv)-2] + "AA", "", "mcp-confirm-key-v1:" + priv[len(audit.KeyPrefix):]} {
+	if p, err := audit.ParsePublicKey(strings.NewReader(priv)); err != nil || !p.Equal(k.Public()) {
+		t.Errorf("ParsePublicKey of the signing key line: %x, %v; want its public half", p, err)
+	}
+	for _, bad := range []string{pub, audit.KeyPrefix + "AAAA", priv + "AAAA", priv[:len(priv)-1], priv[:len(priv)-2] + "AA", "", "mcp-confirm-key-v1:" + priv[len(audit.KeyPrefix):]} {
 		if _, err := audit.ParseKey(strings.NewReader(bad)); err == nil {
 			t.Errorf("ParseKey(%q) succeeded", bad)
 		}
