@@ -2,13 +2,16 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
+	"github.com/mcp-confirm/mcp-confirm/internal/statetoken"
 )
 
 // addPaint gives the upstream a tool like addColor's, with the readOnlyHint
@@ -94,6 +97,74 @@ func TestProxyUnreadableDefinitionNotAllowed(t *testing.T) {
 				t.Errorf("with the upstream's tools unreadable: %s, want a question or a refusal", mcptest.Describe(res))
 			}
 			u.wantCalls(t, "write", map[string]int{eraMRTR: 0, eraLegacy: 1}[era])
+		})
+	}
+}
+
+// The continuation of an approved call (its upstream asked a follow-up)
+// is a single-use approval bound, in the ledger, to the call approved. A
+// continuation state re-sealed (with the proxy's own key, as only a holder
+// of the key could) to stand for another call (another tool that needs a
+// confirmation, with the same arguments; or other arguments) passes the
+// boundary for that call and is refused by the gate: nothing is
+// forwarded. The same state re-sealed unchanged goes through (the
+// control: the re-sealing itself is sound).
+func TestProxyContinuationBoundToItsCall(t *testing.T) {
+	ring, err := statetoken.NewRing([][]byte{testKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := func(args map[string]any) string {
+		b, _ := json.Marshal(args)
+		d, err := requeststate.ArgumentsDigest(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	answer := mcp.InputResponseMap{"color": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "blue"}}}
+	for _, c := range []struct {
+		name string
+		tool string
+		args map[string]any
+	}{
+		{"another tool", "paint", map[string]any{}},
+		{"other arguments", "color", map[string]any{"shade": "dark"}},
+		{"control", "color", map[string]any{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u := newUpstream(t, eraMRTR)
+			addColor(u)
+			addPaint(u, false)
+			e := newEnv(t, envOptions{up: u, policy: "name = \"files\"\nask = [\"color\", \"paint\"]\n"})
+			cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color", Arguments: map[string]any{}})
+			if err != nil || !res.NeedsInput() {
+				t.Fatalf("first round: err=%v res=%s", err, mcptest.Describe(res))
+			}
+			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color", Arguments: map[string]any{}, RequestState: res.RequestState,
+				InputResponses: mcp.InputResponseMap{"confirm": mcptest.Yes()}})
+			if err != nil || !res.NeedsInput() || res.InputRequests["color"] == nil {
+				t.Fatalf("approved round: want the upstream's question, got err=%v res=%s", err, mcptest.Describe(res))
+			}
+			claims, _, err := ring.Open(res.RequestState)
+			if err != nil {
+				t.Fatal(err)
+			}
+			claims.Target, claims.ArgsDigest = c.tool, digest(c.args)
+			state, err := ring.Seal(claims)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args, RequestState: state, InputResponses: answer})
+			if c.name == "control" {
+				wantResult(t, res, err, "painted blue")
+				u.wantCalls(t, "color", 1)
+				return
+			}
+			mcptest.WantToolRefusal(t, res, err, "given for a different call")
+			u.wantCalls(t, "color", 0)
+			u.wantCalls(t, "paint", 0)
 		})
 	}
 }
