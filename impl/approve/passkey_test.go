@@ -126,8 +126,9 @@ func enrolPasskey(t *testing.T, ctx context.Context, f *fixture, h approve.Holde
 
 // TestEnrolLinkRefused: EnrolLink makes no link for a holder it could not
 // tell from the requester of their own calls (neither a principal nor
-// NotCaller), nor for an ambiguous or oversized one; a holder with a
-// principal, or who makes no calls, gets one (the controls).
+// NotCaller), nor for an ambiguous or oversized one, nor with a TTL that
+// is not positive; a holder with a principal, or who makes no calls, gets
+// one (the controls).
 func TestEnrolLinkRefused(t *testing.T) {
 	key := make([]byte, 32)
 	for _, tc := range []struct {
@@ -140,9 +141,19 @@ func TestEnrolLinkRefused(t *testing.T) {
 		{"no name", approve.Holder{Principal: "dave"}, "passkey name"},
 		{"principal too long", approve.Holder{Name: "dave", Principal: strings.Repeat("p", ledger.MaxName)}, "principal of"},
 		{"principal not UTF-8", approve.Holder{Name: "dave", Principal: "\xff"}, "principal of"},
+		{"name too long", approve.Holder{Name: strings.Repeat("n", 129), Principal: "dave"}, "passkey name"},
+		{"name not UTF-8", approve.Holder{Name: "\xff", Principal: "dave"}, "passkey name"},
 		{"control: a principal", approve.Holder{Name: "dave", Principal: "dave"}, ""},
 		{"control: not a caller", approve.Holder{Name: "dave", NotCaller: true}, ""},
 	} {
+		if tc.want == "" {
+			// A link that never expires, or never worked, is refused too.
+			for _, ttl := range []time.Duration{0, -time.Hour} {
+				if link, err := approve.EnrolLink(key, "https://mcp.example.com", tc.h, ttl); err == nil || link != "" {
+					t.Errorf("%s, TTL %v: %q, %v; want refused", tc.name, ttl, link, err)
+				}
+			}
+		}
 		link, err := approve.EnrolLink(key, "https://mcp.example.com", tc.h, time.Hour)
 		switch {
 		case tc.want == "" && (err != nil || !strings.HasPrefix(link, "https://mcp.example.com/approve/enrol/")):
