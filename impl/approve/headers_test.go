@@ -91,3 +91,25 @@ func TestApprovePageCSPBlocksInjection(t *testing.T) {
 		t.Errorf("control: without the CSP the injection did not run: title %q, background %s", title, bg)
 	}
 }
+
+// TestApprovePasskeyPageCSP: with passkeys, the page runs one script, its
+// own, by its URL: the CSP allows exactly that script and fetches to this
+// origin, and nothing inline or unsafe (were markup ever injected, it
+// could not run); the page names the script it allows (the control: the
+// CSP is the one the page needs).
+func TestApprovePasskeyPageCSP(t *testing.T) {
+	f := newFixture(t, fixtureOptions{passkeys: true})
+	_, link := f.issue(t, ledger.Approval{Required: 1, Approvers: []string{"passkey:dave"}, Question: "q"})
+	res := do(t, &http.Client{}, http.MethodGet, link, nil, nil)
+	script := f.public + "/approve/passkey.js"
+	expect(t, "signed out, with passkeys", res, http.StatusOK, []string{`src="/approve/passkey.js"`})
+	csp := res.header.Get("Content-Security-Policy")
+	for _, d := range []string{"default-src 'none'", "frame-ancestors 'none'", "script-src " + script + ";", "connect-src 'self'"} {
+		if !strings.Contains(csp+";", d) {
+			t.Errorf("CSP %q lacks %q", csp, d)
+		}
+	}
+	if strings.Contains(csp, "unsafe") || strings.Contains(csp, "*") || strings.Count(csp, "script-src") != 1 {
+		t.Errorf("CSP %q allows more than the page's own script", csp)
+	}
+}
