@@ -424,3 +424,26 @@ func TestErrorsNeverShowSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyLifetimeOneMillisecondBeyondTTL: a token whose lifetime
+// exceeds the TTL by a single millisecond is refused (a key holder
+// stretching a token's life), one of exactly the TTL is not.
+func TestVerifyLifetimeOneMillisecondBeyondTTL(t *testing.T) {
+	clk := &clock{t0}
+	b := newTestBoundary(t, clk, secret(1))
+	for _, tt := range []struct {
+		life time.Duration
+		ok   bool
+	}{{DefaultTTL + time.Millisecond, false}, {DefaultTTL, true}} {
+		tok, err := b.ring.Seal(statetoken.Claims{IssuedAt: t0.UnixMilli(), Expiry: t0.Add(tt.life).UnixMilli(),
+			Method: testBind.Method, Target: testBind.Target, ArgsDigest: testBind.ArgsDigest, Audience: "srv",
+			Principal: b.ring.PrincipalClaim(testBind.Principal)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.verify(tok, testBind)
+		if tt.ok && err != nil || !tt.ok && !errors.Is(err, errExpired) {
+			t.Errorf("lifetime %v: err = %v, want ok=%v", tt.life, err, tt.ok)
+		}
+	}
+}
