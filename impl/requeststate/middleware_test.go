@@ -713,3 +713,43 @@ func TestAfterCall(t *testing.T) {
 		t.Fatal("AfterCall accepted a function after its call had returned")
 	}
 }
+
+// TestMiddlewareNeverSendsUnsealedState: a handler's requestState that
+// cannot be sealed (not UTF-8) ends the call in an internal error; the
+// plaintext never reaches the client, which could otherwise forge the
+// next round's state. In the older era the shim keeps the state in
+// process, so nothing is sealed and nothing leaks either.
+func TestMiddlewareNeverSendsUnsealedState(t *testing.T) {
+	for _, version := range []string{"", "2025-11-25"} {
+		t.Run("era="+version, func(t *testing.T) {
+			f := newFixture(t, requeststate.Options{})
+			f.srv.AddTool(&mcp.Tool{Name: "bad_state", InputSchema: map[string]any{"type": "object"}},
+				func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					f.rec.record(ctx, req.Params.RequestState, len(req.Params.InputResponses))
+					if req.Params.RequestState == "" {
+						return &mcp.CallToolResult{InputRequests: ask(), RequestState: "pending:\xff"}, nil
+					}
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+				})
+			cs := f.connect(t, version)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "bad_state"})
+			if version == "2025-11-25" {
+				if err != nil || res.RequestState != "" || strings.Contains(f.logs.String(), "not sealed") {
+					t.Fatalf("older era: %v %+v; log %s", err, res, f.logs.String())
+				}
+				return
+			}
+			var werr *jsonrpc.Error
+			if !errors.As(err, &werr) || werr.Code != jsonrpc.CodeInternalError || strings.Contains(werr.Error(), "pending") {
+				t.Fatalf("err = %v, result %+v; want an internal error and no plaintext", err, res)
+			}
+			if n := f.rec.count(); n != 1 || !strings.Contains(f.logs.String(), "requestState not sealed") {
+				t.Fatalf("handler ran %d times; log %s", n, f.logs.String())
+			}
+			// Negative control: a UTF-8 state from the same fixture is sealed.
+			if tok := firstRound(t, cs, `{"path":"a.txt"}`); !strings.HasPrefix(tok, "v1.") {
+				t.Fatalf("control: token %q", tok)
+			}
+		})
+	}
+}
