@@ -109,6 +109,8 @@ func TestArgumentsDigestRejects(t *testing.T) {
 		`01`, `-`, `-01`, `1.`, `.5`, `+1`, `1e`, `1e+`, `0x10`, `NaN`, `Infinity`, `tru`, `nul`, `True`,
 		"\"\x01\"", "\"\x1f\"", `"\x"`, `"\u12"`, `"\u12g4"`, `"\`, `"abc`, `'a'`, "\"a\"\"b\"",
 		"\xef\xbb\xbf{}", // byte-order mark
+		// a control byte after other bytes; a literal right only in its first byte
+		"\"a\x01\"", "\"\u00e9\x1fb\"", `[trux]`, `{"a":fals3}`, `[nulL]`,
 		deep(MaxDepth + 1), deepObj(MaxDepth + 1),
 	}
 	for _, in := range bad {
