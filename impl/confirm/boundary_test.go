@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -75,6 +76,88 @@ func TestRefusesWithoutBoundary(t *testing.T) {
 				}
 				if remembered, pending := mem.Len(); remembered != 0 || pending != 0 {
 					t.Fatalf("ledger holds %d confirmations (%d pending); want none issued", remembered, pending)
+				}
+			})
+		}
+	}
+}
+
+// TestPendingRecordForAnotherAction: an out-of-band redemption that the
+// store answers with another action's record, still awaiting its
+// approvers, is refused at once ("given for a different action"): the
+// call neither waits on, nor is told the status or link of, a
+// confirmation that is not its own, and nothing runs. Both eras. The
+// negative control is the same store answering with the call's own
+// pending record: the 2026-07-28 client is told to wait.
+func TestPendingRecordForAnotherAction(t *testing.T) {
+	oob := &confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"group:ops"}}
+	for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
+		controls := []bool{false}
+		if era == mcptest.EraMRTR {
+			// An older-era call on its own pending record waits for the
+			// approvers: the control is the 2026-07-28 client's.
+			controls = append(controls, true)
+		}
+		for _, control := range controls {
+			name := era + "/another tool"
+			if control {
+				name = era + "/control: own record"
+			}
+			t.Run(name, func(t *testing.T) {
+				change := func(c *ledger.Confirmation) { c.Tool = "another_tool" }
+				if control {
+					change = func(*ledger.Confirmation) {}
+				}
+				store := &swapped{Store: ledger.NewMemory(ledger.MemoryOptions{}), change: change}
+				l, err := ledger.New(store, ledger.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				flow, err := confirm.New(confirm.Options{Ledger: l, Page: linkPage{}, Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var acted atomic.Int64
+				s := newServer()
+				s.AddReceivingMiddleware(newBoundary(t).Middleware())
+				mcp.AddTool(s, &mcp.Tool{Name: "act"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+					res, err := flow.Run(ctx, req, confirm.Step{
+						Ask: func(context.Context) (confirm.Question, error) { return confirm.Question{Message: "Act?"}, nil },
+						Act: func(context.Context, ledger.Confirmation) (*mcp.CallToolResult, error) {
+							acted.Add(1)
+							return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "acted"}}}, nil
+						},
+						Approval: oob,
+					})
+					return res, nil, err
+				})
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				p := &mcp.CallToolParams{Name: "act", Arguments: map[string]any{}}
+				if era == mcptest.EraLegacy {
+					cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Era: era, Answer: mcptest.Accept(), URL: true})
+					res, err := cs.CallTool(ctx, p)
+					mcptest.WantToolRefusal(t, res, err, "This approval was given for a different action. Nothing was done.")
+				} else {
+					cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Manual: true, Answer: mcptest.Accept(), URL: true})
+					res, err := cs.CallTool(ctx, p)
+					if err != nil || !res.NeedsInput() {
+						t.Fatalf("first round: %v %s", err, mcptest.Describe(res))
+					}
+					retry := *p
+					retry.RequestState = res.RequestState
+					retry.InputResponses = mcp.InputResponseMap{confirm.ApproveInputID: &mcp.ElicitResult{Action: "accept"}}
+					res, err = cs.CallTool(ctx, &retry)
+					if control {
+						if err != nil || !res.NeedsInput() || res.InputRequests[confirm.ApproveInputID] == nil {
+							t.Fatalf("control: want to be told to wait, got %v %s", err, mcptest.Describe(res))
+						}
+					} else {
+						mcptest.WantToolRefusal(t, res, err, "This approval was given for a different action. Nothing was done.")
+					}
+				}
+				if n := acted.Load(); n != 0 {
+					t.Fatalf("acted %d times", n)
 				}
 			})
 		}
