@@ -3,6 +3,7 @@ package confirm_test
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,7 +91,6 @@ func TestRefusesWithoutBoundary(t *testing.T) {
 // negative control is the same store answering with the call's own
 // pending record: the 2026-07-28 client is told to wait.
 func TestPendingRecordForAnotherAction(t *testing.T) {
-	oob := &confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"group:ops"}}
 	for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
 		controls := []bool{false}
 		if era == mcptest.EraMRTR {
@@ -109,28 +109,7 @@ func TestPendingRecordForAnotherAction(t *testing.T) {
 					change = func(*ledger.Confirmation) {}
 				}
 				store := &swapped{Store: ledger.NewMemory(ledger.MemoryOptions{}), change: change}
-				l, err := ledger.New(store, ledger.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				flow, err := confirm.New(confirm.Options{Ledger: l, Page: linkPage{}, Logger: slog.New(slog.DiscardHandler)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var acted atomic.Int64
-				s := newServer()
-				s.AddReceivingMiddleware(newBoundary(t).Middleware())
-				mcp.AddTool(s, &mcp.Tool{Name: "act"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-					res, err := flow.Run(ctx, req, confirm.Step{
-						Ask: func(context.Context) (confirm.Question, error) { return confirm.Question{Message: "Act?"}, nil },
-						Act: func(context.Context, ledger.Confirmation) (*mcp.CallToolResult, error) {
-							acted.Add(1)
-							return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "acted"}}}, nil
-						},
-						Approval: oob,
-					})
-					return res, nil, err
-				})
+				s, acted := oobServer(t, store)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
 				p := &mcp.CallToolParams{Name: "act", Arguments: map[string]any{}}
@@ -154,6 +133,106 @@ func TestPendingRecordForAnotherAction(t *testing.T) {
 						}
 					} else {
 						mcptest.WantToolRefusal(t, res, err, "This approval was given for a different action. Nothing was done.")
+					}
+				}
+				if n := acted.Load(); n != 0 {
+					t.Fatalf("acted %d times", n)
+				}
+			})
+		}
+	}
+}
+
+// oobServer is a real go-sdk server with the boundary in its chain and one
+// tool, "act", needing out-of-band approval by group:ops, its confirmations
+// kept in store; acted counts its actions.
+func oobServer(t *testing.T, store ledger.Store) (s *mcp.Server, acted *atomic.Int64) {
+	t.Helper()
+	oob := &confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{"group:ops"}}
+	acted = new(atomic.Int64)
+	l, err := ledger.New(store, ledger.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow, err := confirm.New(confirm.Options{Ledger: l, Page: linkPage{}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = newServer()
+	s.AddReceivingMiddleware(newBoundary(t).Middleware())
+	mcp.AddTool(s, &mcp.Tool{Name: "act"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := flow.Run(ctx, req, confirm.Step{
+			Ask: func(context.Context) (confirm.Question, error) { return confirm.Question{Message: "Act?"}, nil },
+			Act: func(context.Context, ledger.Confirmation) (*mcp.CallToolResult, error) {
+				acted.Add(1)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "acted"}}}, nil
+			},
+			Approval: oob,
+		})
+		return res, nil, err
+	})
+	return s, acted
+}
+
+// declining is a swapped store whose decoy an approver, sub:bob, declines
+// as soon as it is added.
+type declining struct{ *swapped }
+
+func (s declining) Add(ctx context.Context, c ledger.Confirmation) error {
+	if err := s.swapped.Add(ctx, c); err != nil {
+		return err
+	}
+	_, err := s.Decide(ctx, s.decoyID(), ledger.Approver{ID: "sub:bob", Groups: []string{"group:ops"}}, false)
+	return err
+}
+
+// TestDeclinedRecordForAnotherAction: an out-of-band redemption that the
+// store answers with another action's record, declined by its approver,
+// is refused without naming who declined that other action; nothing
+// runs. Both eras. The negative control is the call's own record
+// declined: the answer names the approver.
+func TestDeclinedRecordForAnotherAction(t *testing.T) {
+	for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
+		for _, control := range []bool{false, true} {
+			name := era + "/another tool"
+			if control {
+				name = era + "/control: own record"
+			}
+			t.Run(name, func(t *testing.T) {
+				change := func(c *ledger.Confirmation) { c.Tool = "another_tool" }
+				if control {
+					change = func(*ledger.Confirmation) {}
+				}
+				s, acted := oobServer(t, declining{&swapped{Store: ledger.NewMemory(ledger.MemoryOptions{}), change: change}})
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				p := &mcp.CallToolParams{Name: "act", Arguments: map[string]any{}}
+				var (
+					res *mcp.CallToolResult
+					err error
+				)
+				if era == mcptest.EraLegacy {
+					cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Era: era, Answer: mcptest.Accept(), URL: true})
+					res, err = cs.CallTool(ctx, p)
+				} else {
+					cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Manual: true, Answer: mcptest.Accept(), URL: true})
+					first, ferr := cs.CallTool(ctx, p)
+					if ferr != nil || !first.NeedsInput() {
+						t.Fatalf("first round: %v %s", ferr, mcptest.Describe(first))
+					}
+					retry := *p
+					retry.RequestState = first.RequestState
+					retry.InputResponses = mcp.InputResponseMap{confirm.ApproveInputID: &mcp.ElicitResult{Action: "accept"}}
+					res, err = cs.CallTool(ctx, &retry)
+				}
+				if control {
+					if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "declined out of band by") || !strings.Contains(mcptest.Text(res), "sub:bob") {
+						t.Fatalf("control: %v %s", err, mcptest.Describe(res))
+					}
+				} else {
+					mcptest.WantToolRefusal(t, res, err, "Nothing was done.")
+					if strings.Contains(mcptest.Text(res), "sub:bob") {
+						t.Fatalf("named who declined another action: %s", mcptest.Text(res))
 					}
 				}
 				if n := acted.Load(); n != 0 {
