@@ -451,3 +451,39 @@ func cpuTime(t *testing.T) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestOpenat2RefusalStands: a path openat2 refuses stays refused, even when
+// the walk asked afterwards (only to name the component at fault) resolves
+// it: the two may disagree when a directory is swapped between them, and
+// the refusal is the one that counts. A fake openat2 refuses plain
+// directories here; the real one is the negative control.
+func TestOpenat2RefusalStands(t *testing.T) {
+	base := t.TempDir()
+	beneathtest.Tree(t, base, map[string]string{"root/sub/b.txt": "file"})
+	root := filepath.Join(base, "root")
+	control := openRoot(t, root, Options{})
+	d, _, err := control.OpenParent("sub/b.txt")
+	if err != nil {
+		t.Fatalf("control: the real openat2 refuses sub/b.txt: %v", err)
+	}
+	d.Close()
+	for errno, want := range map[unix.Errno]error{unix.ELOOP: ErrSymlink, unix.EXDEV: ErrMountPoint, unix.EAGAIN: unix.EAGAIN} {
+		refusing := func(dirfd int, path string, flags, resolve uint64) (int, error) {
+			if path == "." { // the probe when the root is opened
+				return openat2(dirfd, path, flags, resolve)
+			}
+			return -1, errno
+		}
+		r := openRoot(t, root, Options{openat2: refusing})
+		d, _, err := r.OpenParent("sub/b.txt")
+		if err == nil {
+			d.Close()
+			t.Errorf("openat2 refused with %v, the walk resolved it, and OpenParent accepted", errno)
+			continue
+		}
+		var be *Error
+		if !errors.Is(err, want) || !errors.As(err, &be) || be.Path != "sub" {
+			t.Errorf("openat2 refused with %v: OpenParent = %v, want %v at sub", errno, err, want)
+		}
+	}
+}
