@@ -487,3 +487,25 @@ func TestOpenat2RefusalStands(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelStaysBeneath: the lexical check refuses ".." before any system
+// call, and openat2's RESOLVE_BENEATH refuses it too, so the kernel keeps a
+// path beneath the root on its own (called here past the lexical check).
+func TestKernelStaysBeneath(t *testing.T) {
+	base := t.TempDir()
+	beneathtest.Tree(t, base, map[string]string{"root/sub/b.txt": "file", "outside/secret.txt": "file"})
+	r := openRoot(t, filepath.Join(base, "root"), Options{})
+	for _, rel := range []string{"..", "../outside", "sub/../..", "sub/../../outside"} {
+		if fd, err := r.openat2(rel); err == nil {
+			unix.Close(fd)
+			t.Errorf("openat2 resolved %q, above the root", rel)
+		}
+	}
+	// Negative control: ".." that stays beneath the root is the kernel's to
+	// allow (only the lexical check refuses it).
+	fd, err := r.openat2("sub/..")
+	if err != nil {
+		t.Fatalf("openat2(sub/..): %v", err)
+	}
+	unix.Close(fd)
+}
