@@ -509,3 +509,27 @@ func TestKernelStaysBeneath(t *testing.T) {
 	}
 	unix.Close(fd)
 }
+
+// TestDeviceNumberFallback: on a kernel that reports no mount ID (statx's
+// STATX_MNT_ID is Linux 5.8), the walk tells another filesystem apart by
+// its device number: /proc is refused beneath /, /etc is not.
+func TestDeviceNumberFallback(t *testing.T) {
+	r := openRoot(t, "/", Options{Walk: true})
+	if r.mnt == 0 {
+		t.Log("this kernel reports no mount ID: the fallback is what every test uses")
+	}
+	r.mnt = 0 // as on a kernel without STATX_MNT_ID
+	_, _, err := r.OpenParent("proc/self/status")
+	var be *Error
+	if !errors.Is(err, ErrMountPoint) || !errors.As(err, &be) || be.Path != "proc" {
+		t.Errorf("through /proc by device number: %v, want ErrMountPoint at proc", err)
+	}
+	d, name, err := r.OpenParent("etc/hostname")
+	if err != nil {
+		t.Fatalf("control: etc/hostname: %v", err)
+	}
+	defer d.Close()
+	if d.ID() != lstatID(t, "/etc") || name != "hostname" {
+		t.Errorf("OpenParent(etc/hostname) = %v %q", d.ID(), name)
+	}
+}
