@@ -133,6 +133,11 @@ func TestQuote(t *testing.T) {
 		{"leading mark", "\u0301abc", `\u{301}abc`},
 		{"mark after escape", "\n\u0303", `\n\u{303}`},
 		{"mark after backslash", "\\\u0303", `\\\u{303}`},
+		// A prepended letter (UAX #29 Prepend) joins the backslash after it
+		// into one cluster; the backslash is still escaped, or ൎ\u{41} would
+		// read as ൎ and an escaped A.
+		{"backslash after a prepended letter", "\u0D4E\\u{41}", "\u0D4E" + `\\u{41}`},
+		{"backslash after a supplementary prepended letter", "\U000111C2\\", "\U000111C2" + `\\`},
 		{"four marks stay", "\u0E01\u0E34\u0E48\u0E48\u0E48", "\u0E01\u0E34\u0E48\u0E48\u0E48"},
 		{"fifth mark escaped", "\u0E01\u0E34\u0E48\u0E48\u0E48\u0E48", "\u0E01\u0E34\u0E48\u0E48\u0E48" + `\u{E48}`},
 		{"zalgo", "x" + strings.Repeat("\u0336", 6), "x\u0336\u0336\u0336\u0336" + `\u{336}\u{336}`},
