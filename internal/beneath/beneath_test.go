@@ -533,3 +533,36 @@ func TestDeviceNumberFallback(t *testing.T) {
 		t.Errorf("OpenParent(etc/hostname) = %v %q", d.ID(), name)
 	}
 }
+
+// TestOpenDirLocal: OpenDir, like OpenParent, refuses anything but a plain
+// relative path before any system call: the walk would open ".." as it
+// opens any directory, so the lexical check is what keeps it beneath the
+// root. "." (the root) and a plain directory are the controls.
+func TestOpenDirLocal(t *testing.T) {
+	base := t.TempDir()
+	beneathtest.Tree(t, base, map[string]string{"root/sub/b.txt": "file", "outside/secret.txt": "file"})
+	resolvers(t, func(t *testing.T, opts Options) {
+		r := openRoot(t, filepath.Join(base, "root"), opts)
+		for _, rel := range []string{"..", "../outside", "sub/..", "sub/../..", "./sub", "sub/.", "/", base, "", "sub//", "a\x00b"} {
+			d, err := r.OpenDir(rel)
+			if err == nil {
+				t.Errorf("OpenDir(%q) opened %v", rel, d.ID())
+				d.Close()
+				continue
+			}
+			if !errors.Is(err, ErrNotLocal) {
+				t.Errorf("OpenDir(%q) = %v, want ErrNotLocal (the lexical check)", rel, err)
+			}
+		}
+		for rel, want := range map[string]string{".": "root", "sub": "root/sub"} {
+			d, err := r.OpenDir(rel)
+			if err != nil {
+				t.Fatalf("control: OpenDir(%q): %v", rel, err)
+			}
+			if d.ID() != lstatID(t, filepath.Join(base, want)) {
+				t.Errorf("OpenDir(%q) = %v, not %s", rel, d.ID(), want)
+			}
+			d.Close()
+		}
+	})
+}
