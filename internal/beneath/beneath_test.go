@@ -566,3 +566,31 @@ func TestOpenDirLocal(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenat2Chosen: where the kernel has openat2 (asked directly here), a
+// root opened with the default options uses it: the openat2 half of every
+// table above is not silently skipped as "no openat2 on this kernel".
+func TestOpenat2Chosen(t *testing.T) {
+	dir := t.TempDir()
+	dfd, err := unix.Open(dir, dirFlags, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dfd)
+	fd, err := unix.Openat2(dfd, ".", &unix.OpenHow{Flags: dirFlags, Resolve: resolveFlags})
+	if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+		t.Skipf("this kernel has no openat2 (%v): the walk is the only resolver here", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(fd)
+	r, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Walks() {
+		t.Error("the kernel has openat2, and the root walks")
+	}
+}
