@@ -274,6 +274,13 @@ func TestRootNames(t *testing.T) {
 	if _, _, err := rs.Find("relative/x"); !errors.Is(err, ErrNotLocal) {
 		t.Errorf("Find of a relative path = %v", err)
 	}
+	// A path that is not clean is refused, not matched as written: the
+	// root chosen and the path shown must be the ones acted on.
+	for _, p := range []string{data + "/../data-evil/y.txt", data + "/./x.txt", srv + "//data/x.txt", data + "/"} {
+		if _, rel, err := rs.Find(p); !errors.Is(err, ErrNotLocal) {
+			t.Errorf("Find(%q) = %q, %v; want ErrNotLocal", p, rel, err)
+		}
+	}
 
 	if err := dataRoot.Check(); err != nil {
 		t.Fatal(err)
