@@ -410,6 +410,14 @@ func TestCheckLengthBounded(t *testing.T) {
 	if err := CheckLength(strings.Repeat("a", MaxName) + "/" + strings.Repeat("b", MaxName)); err != nil {
 		t.Errorf("names at the limit: %v", err)
 	}
+	// The path limit, exactly: MaxPath bytes pass, one more does not.
+	atLimit := strings.Repeat("d/", MaxPath/2) + strings.Repeat("f", MaxPath%2)
+	if err := CheckLength(atLimit); len(atLimit) != MaxPath || err != nil {
+		t.Errorf("a path of %d bytes: %v", len(atLimit), err)
+	}
+	if err := CheckLength(atLimit + "f"); !errors.Is(err, ErrTooLong) {
+		t.Errorf("a path of %d bytes: %v, want ErrTooLong", len(atLimit)+1, err)
+	}
 	long := strings.Repeat("é", 128) // 256 bytes
 	if err := CheckLength("a/" + long + "/b"); !errors.Is(err, ErrTooLong) || !strings.Contains(err.Error(), "name is 256 bytes") {
 		t.Errorf("a 256-byte name: %v", err)
