@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -196,6 +197,95 @@ func TestAttackFileReplacedAfterApproval(t *testing.T) {
 	wantToolRefusal(t, res, err, "replaced or modified after it was approved")
 	if b, _ := os.ReadFile(f); string(b) != "bbbb" {
 		t.Fatalf("replacement file was touched: %q", b)
+	}
+}
+
+// Layer: tool (re-check at execution). While the person reads the
+// question, the approved file is changed: one row per field the approval
+// binds for the file (inode, size, modification time, mode), each changed
+// alone. The inode row renames another file over it with the same size,
+// modification time (its owner may set any) and mode; the other rows keep
+// the inode. The answer is refused and what is there now is left as it is.
+// An untouched file is deleted (the control).
+func TestAttackFileChangedAfterApproval(t *testing.T) {
+	cases := []struct {
+		name     string
+		change   func(t *testing.T, f string, mtime time.Time)
+		replaced bool // the row puts another inode at the name
+	}{
+		{"another file alike renamed over it", func(t *testing.T, f string, mtime time.Time) {
+			other := filepath.Join(filepath.Dir(f), "other")
+			if err := os.WriteFile(other, []byte("bbbb"), 0o644); err != nil {
+				t.Error(err)
+			}
+			if err := os.Chtimes(other, mtime, mtime); err != nil {
+				t.Error(err)
+			}
+			if err := os.Rename(other, f); err != nil {
+				t.Error(err)
+			}
+		}, true},
+		{"grown, modification time put back", func(t *testing.T, f string, mtime time.Time) {
+			appendTo(t, f, "more")
+			if err := os.Chtimes(f, mtime, mtime); err != nil {
+				t.Error(err)
+			}
+		}, false},
+		{"same size, modification time moved", func(t *testing.T, f string, mtime time.Time) {
+			if err := os.Chtimes(f, mtime, mtime.Add(time.Second)); err != nil {
+				t.Error(err)
+			}
+		}, false},
+		{"mode changed", func(t *testing.T, f string, mtime time.Time) {
+			if err := os.Chmod(f, 0o600); err != nil {
+				t.Error(err)
+			}
+		}, false},
+		{"control: untouched", nil, false},
+	}
+	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
+		e := newEnv(t, envOptions{})
+		for i, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				f := e.file(fmt.Sprintf("d/%d.txt", i), "aaaa")
+				before, err := os.Lstat(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ans := accept()
+				if c.change != nil {
+					ans.Before = func() { c.change(t, f, before.ModTime()) }
+				}
+				res, err := call(e.connect(clientOptions{era: era, transport: transport, answer: ans}), f)
+				if c.change == nil {
+					wantDeleted(t, res, err, f)
+					return
+				}
+				wantToolRefusal(t, res, err, "replaced or modified after it was approved")
+				after, err := os.Lstat(f)
+				if err != nil {
+					t.Fatalf("the changed file is gone: %v", err)
+				}
+				if changed := !os.SameFile(before, after); changed != c.replaced {
+					t.Fatalf("inode changed: %v, want %v: the row shows nothing", changed, c.replaced)
+				}
+				if c.replaced && (after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()) || after.Mode() != before.Mode()) {
+					t.Fatal("the replacement differs in more than its inode: the row shows nothing")
+				}
+			})
+		}
+	})
+}
+
+func appendTo(t *testing.T, f, s string) {
+	t.Helper()
+	w, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }
 
