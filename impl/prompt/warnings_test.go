@@ -52,6 +52,9 @@ func TestWarnings(t *testing.T) {
 		{"look-alike symbols are escaped", "x.txt≫ and ≪y.txt", []prompt.Warning{hidden}},
 		{"doubled space", "old  notes.txt", []prompt.Warning{hidden}},
 		{"trailing space", "notes.txt ", []prompt.Warning{hidden}},
+		// A prepended letter takes the space after it into its cluster,
+		// where the space is escaped as any space at an end is.
+		{"trailing space after a prepended letter", "\u0D4E ", []prompt.Warning{hidden}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
