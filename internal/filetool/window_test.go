@@ -82,6 +82,14 @@ func TestRemainingWindow(t *testing.T) {
 			want: refused, // unlinkat without AT_REMOVEDIR: EISDIR
 		},
 		{
+			name: "approved file renamed away",
+			dir:  "shared",
+			window: func(at func(string) string) []attempt {
+				return []attempt{{"rename", []string{at("shared/a.txt"), at("shared/moved.txt")}, nil}}
+			},
+			want: refused, // unlinkat: ENOENT, a refusal and not a failure
+		},
+		{
 			name: "exchange from a read-only directory",
 			dir:  "locked",
 			window: func(at func(string) string) []attempt {
