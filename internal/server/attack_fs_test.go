@@ -681,6 +681,19 @@ func TestOverlappingRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, envOptions{roots: []string{base, data, data + "/", filepath.Join(data, "sub", "..")}})
+	// With several roots a relative path names no file: it is refused
+	// before asking, not resolved under the first root.
+	rel := filepath.Join(base, "rel.txt")
+	if err := os.WriteFile(rel, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ans := accept()
+	res, err := call(e.connect(clientOptions{answer: ans}), "rel.txt")
+	wantToolRefusal(t, res, err, "must be absolute")
+	if len(ans.Questions()) != 0 {
+		t.Fatal("a question was asked about a relative path")
+	}
+	wantExists(t, rel)
 	cs := e.connect(clientOptions{answer: accept()})
 	for _, p := range []string{filepath.Join(base, "a.txt"), filepath.Join(data, "b.txt"), filepath.Join(data, "sub", "c.txt")} {
 		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
@@ -701,7 +714,7 @@ func TestOverlappingRoots(t *testing.T) {
 	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res, err := call(cs, f)
+	res, err = call(cs, f)
 	wantToolRefusal(t, res, err, "no longer names the directory")
 	wantExists(t, f)
 }
