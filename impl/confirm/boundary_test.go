@@ -118,15 +118,7 @@ func TestPendingRecordForAnotherAction(t *testing.T) {
 					res, err := cs.CallTool(ctx, p)
 					mcptest.WantToolRefusal(t, res, err, "This approval was given for a different action. Nothing was done.")
 				} else {
-					cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Manual: true, Answer: mcptest.Accept(), URL: true})
-					res, err := cs.CallTool(ctx, p)
-					if err != nil || !res.NeedsInput() {
-						t.Fatalf("first round: %v %s", err, mcptest.Describe(res))
-					}
-					retry := *p
-					retry.RequestState = res.RequestState
-					retry.InputResponses = mcp.InputResponseMap{confirm.ApproveInputID: &mcp.ElicitResult{Action: "accept"}}
-					res, err = cs.CallTool(ctx, &retry)
+					res, err := acceptedRetry(t, ctx, s, p)
 					if control {
 						if err != nil || !res.NeedsInput() || res.InputRequests[confirm.ApproveInputID] == nil {
 							t.Fatalf("control: want to be told to wait, got %v %s", err, mcptest.Describe(res))
@@ -141,6 +133,22 @@ func TestPendingRecordForAnotherAction(t *testing.T) {
 			})
 		}
 	}
+}
+
+// acceptedRetry calls p on s through a 2026-07-28 client that answers by
+// hand: the first round must ask; it returns the retry with the state the
+// first round sealed and an "accept".
+func acceptedRetry(t *testing.T, ctx context.Context, s *mcp.Server, p *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	t.Helper()
+	cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Manual: true, Answer: mcptest.Accept(), URL: true})
+	first, err := cs.CallTool(ctx, p)
+	if err != nil || !first.NeedsInput() {
+		t.Fatalf("first round: %v %s", err, mcptest.Describe(first))
+	}
+	retry := *p
+	retry.RequestState = first.RequestState
+	retry.InputResponses = mcp.InputResponseMap{confirm.ApproveInputID: &mcp.ElicitResult{Action: "accept"}}
+	return cs.CallTool(ctx, &retry)
 }
 
 // oobServer is a real go-sdk server with the boundary in its chain and one
@@ -215,15 +223,7 @@ func TestDeclinedRecordForAnotherAction(t *testing.T) {
 					cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Era: era, Answer: mcptest.Accept(), URL: true})
 					res, err = cs.CallTool(ctx, p)
 				} else {
-					cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Manual: true, Answer: mcptest.Accept(), URL: true})
-					first, ferr := cs.CallTool(ctx, p)
-					if ferr != nil || !first.NeedsInput() {
-						t.Fatalf("first round: %v %s", ferr, mcptest.Describe(first))
-					}
-					retry := *p
-					retry.RequestState = first.RequestState
-					retry.InputResponses = mcp.InputResponseMap{confirm.ApproveInputID: &mcp.ElicitResult{Action: "accept"}}
-					res, err = cs.CallTool(ctx, &retry)
+					res, err = acceptedRetry(t, ctx, s, p)
 				}
 				if control {
 					if err != nil || res.IsError || !strings.Contains(mcptest.Text(res), "declined out of band by") || !strings.Contains(mcptest.Text(res), "sub:bob") {
