@@ -2,12 +2,15 @@ package failover
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // TestPostgresCrash shows why Crash must kill every process of the
@@ -92,7 +95,14 @@ END $$`,
 			read := make(chan answer, 1)
 			go func() {
 				var a answer
-				a.err = reader.QueryRow(ctx, `SELECT busy_read(clock_timestamp() + interval '3 seconds', $1)`, tc.wait).Scan(&a.state)
+				// The simple protocol: one message, so a session seen
+				// active on it is running it. With the extended
+				// protocol's prepare round trip first, the session is
+				// seen active while it parses, then waits for the
+				// client, and the postmaster's death ends that wait:
+				// the flake this stops.
+				a.err = reader.QueryRow(ctx, `SELECT busy_read(clock_timestamp() + interval '3 seconds', $1)`,
+					pgx.QueryExecModeSimpleProtocol, tc.wait).Scan(&a.state)
 				read <- a
 			}()
 			waitActivity(ctx, t, admin, `state = 'active' AND query LIKE 'SELECT busy_read%'`)
@@ -112,6 +122,9 @@ END $$`,
 			if onStandby != "pending" {
 				t.Fatalf("the standby holds %q: the stalled write reached it", onStandby)
 			}
+			if idle(a.err) {
+				t.Fatalf("inconclusive: the reading session was waiting for its client, not running busy_read, when the postmaster died: %v", a.err)
+			}
 			switch {
 			case tc.survives && (a.err != nil || a.state != "spent"):
 				t.Fatalf("control: the surviving session answered %q, %v; want the stalled write, %q", a.state, a.err, "spent")
@@ -120,6 +133,14 @@ END $$`,
 			}
 		})
 	}
+}
+
+// idle reports whether err is the error a session gets when the
+// postmaster dies while it waits for its client (secure_read's
+// WL_POSTMASTER_DEATH): the session was not running its query.
+func idle(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "57P01" /* admin_shutdown */ && strings.Contains(pe.Message, "unexpected postmaster exit")
 }
 
 // killProcessGroup sends SIGKILL to the primary postmaster's process
