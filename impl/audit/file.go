@@ -36,9 +36,11 @@ import (
 // Begin and Commit leaves the record in the file, which is a transition
 // that may or may not have been taken (for the memory store, which
 // forgets everything on a crash, one never answered). A torn last line (a
-// crash during the write) is cut off by the next OpenFile. What it does not: stop whoever can write the file
-// from rewriting it; checkpoints signed with a key they do not hold show
-// what they changed up to the last checkpoint.
+// crash during the write) is cut off by the next OpenFile. Neither file
+// is used if another local user could write it ([ErrInsecureFile]). What
+// it does not: stop whoever can write the file, or replace it in its
+// directory, from rewriting it; checkpoints signed with a key they do not
+// hold show what they changed up to the last checkpoint.
 type File struct {
 	mu     sync.Mutex
 	f      *os.File
@@ -71,13 +73,15 @@ type FileOptions struct {
 }
 
 // OpenFile opens (creating it, mode 0600) the trail at path, and finds
-// its head: the last record. It refuses a symbolic link, and a file whose
-// last complete line is not a record.
+// its head: the last record. It refuses a symbolic link, a file that is
+// not a regular file, that group or others may write, or that someone
+// other than this user or root owns (wrapping [ErrInsecureFile]), before
+// it reads or changes anything; and a file whose last complete line is
+// not a record.
 func OpenFile(path string, opts FileOptions) (*File, error) {
-	// O_NOFOLLOW: another local user's symlink must not choose the file.
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|openSync, 0o600)
+	f, err := openOwn(path, openSync)
 	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
+		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -98,6 +102,56 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	return t, nil
+}
+
+// ErrInsecureFile reports a trail or checkpoints file that another local
+// user could write, or that is not a regular file.
+var ErrInsecureFile = errors.New("audit: a file others could write")
+
+// openOwn opens (creating it, mode 0600) the file at path for reading and
+// appending, with the flags in flag too, and refuses it unless it is a
+// regular file of this user's or root's that group and others may not
+// write.
+func openOwn(path string, flag int) (*os.File, error) {
+	// O_NOFOLLOW: another local user's symlink must not choose the file.
+	// O_RDWR and O_NONBLOCK: a FIFO planted there must not hold the open
+	// (it is refused below; a regular file ignores O_NONBLOCK).
+	f, err := os.OpenFile(path, flag|os.O_RDWR|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
+	if err := ownFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrInsecureFile, path, err)
+	}
+	return f, nil
+}
+
+// ownFile checks the opened file itself, not whatever its name points to
+// later.
+func ownFile(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.Mode().IsRegular():
+		// A FIFO or device: a start-up that hangs reading it, or
+		// records written where nothing keeps them.
+		return fmt.Errorf("not a regular file (%v)", fi.Mode().Type())
+	case fi.Mode().Perm()&0o022 != 0:
+		// Group or others could rewrite the records, and the head a
+		// restart continues the chain from.
+		return fmt.Errorf("mode %04o: group or others may write it (chmod go-w)", fi.Mode().Perm())
+	case !ok:
+		return errors.New("cannot tell who owns it")
+	case st.Uid != uint32(os.Geteuid()) && st.Uid != 0:
+		// A file another user made first, in a directory both may
+		// write: they may make it writable again whenever they like.
+		return fmt.Errorf("owned by uid %d, not by this user (uid %d) or root", st.Uid, os.Geteuid())
+	}
+	return nil
 }
 
 // syncDir fsyncs the directory dir.
@@ -274,9 +328,9 @@ func (t *File) AddCheckpoint(_ context.Context, c Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(CheckpointPath(t.path), os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
+	f, err := openOwn(CheckpointPath(t.path), 0)
 	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+		return err
 	}
 	_, err = f.Write(append(b, '\n'))
 	if err == nil {
