@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/ownfile"
 )
 
 // A File is a trail kept in a JSONL file (one record's canonical bytes
@@ -106,12 +108,12 @@ func OpenFile(path string, opts FileOptions) (*File, error) {
 
 // ErrInsecureFile reports a trail or checkpoints file that another local
 // user could write, or that is not a regular file.
-var ErrInsecureFile = errors.New("audit: a file others could write")
+var ErrInsecureFile = ownfile.ErrInsecure
 
 // openOwn opens (creating it, mode 0600) the file at path for reading and
 // appending, with the flags in flag too, and refuses it unless it is a
 // regular file of this user's or root's that group and others may not
-// write.
+// write (ownfile.Check).
 func openOwn(path string, flag int) (*os.File, error) {
 	// O_NOFOLLOW: another local user's symlink must not choose the file.
 	// O_RDWR and O_NONBLOCK: a FIFO planted there must not hold the open
@@ -120,38 +122,13 @@ func openOwn(path string, flag int) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	if err := ownFile(f); err != nil {
+	// Another user who could write the file could rewrite the records,
+	// and the head a restart continues the chain from.
+	if err := ownfile.Check(f, ownfile.Options{}); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s: %w", ErrInsecureFile, path, err)
+		return nil, fmt.Errorf("audit: %w", err)
 	}
 	return f, nil
-}
-
-// ownFile checks the opened file itself, not whatever its name points to
-// later.
-func ownFile(f *os.File) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.Mode().IsRegular():
-		// A FIFO or device: a start-up that hangs reading it, or
-		// records written where nothing keeps them.
-		return fmt.Errorf("not a regular file (%v)", fi.Mode().Type())
-	case fi.Mode().Perm()&0o022 != 0:
-		// Group or others could rewrite the records, and the head a
-		// restart continues the chain from.
-		return fmt.Errorf("mode %04o: group or others may write it (chmod go-w)", fi.Mode().Perm())
-	case !ok:
-		return errors.New("cannot tell who owns it")
-	case st.Uid != uint32(os.Geteuid()) && st.Uid != 0:
-		// A file another user made first, in a directory both may
-		// write: they may make it writable again whenever they like.
-		return fmt.Errorf("owned by uid %d, not by this user (uid %d) or root", st.Uid, os.Geteuid())
-	}
-	return nil
 }
 
 // syncDir fsyncs the directory dir.

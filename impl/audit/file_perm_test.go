@@ -1,3 +1,5 @@
+//go:build linux
+
 package audit_test
 
 import (
@@ -5,17 +7,19 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/audit"
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath/beneathtest"
 )
 
-// nobody is the uid of the other local user in these tests.
-const nobody = 65534
+func TestMain(m *testing.M) {
+	beneathtest.Main()
+	os.Exit(m.Run())
+}
 
 // TestFileRefusesWhatOthersCouldWrite: a trail file, or its checkpoints
 // file, that another local user could write, or that is not a regular
@@ -25,9 +29,10 @@ const nobody = 65534
 // restart continues from), and, when the test runs as root, a file that
 // user made first in a shared sticky directory such as /tmp (they may
 // make it writable whenever they like; the attacker's part runs as uid
-// 65534). Every refused file holds a valid trail and a torn last line,
-// which an open would cut: it is left byte for byte as it was. Owner-only
-// and group-readable files of this user open (the controls).
+// 65534, an empty file of mode 0644). The other refused files hold a
+// valid trail and a torn last line, which an open would cut; each is left
+// byte for byte as it was. Owner-only and group-readable files of this
+// user open (the controls).
 func TestFileRefusesWhatOthersCouldWrite(t *testing.T) {
 	f, src := newFile(t, 3)
 	f.Close()
@@ -39,28 +44,20 @@ func TestFileRefusesWhatOthersCouldWrite(t *testing.T) {
 
 	for _, c := range []struct {
 		name   string
-		root   bool                                      // needs root to act as another user
-		plant  func(t *testing.T, path string, b []byte) // what is at the path before OpenFile
+		plant  func(t *testing.T, path string, b []byte) []byte // puts what is at the path before OpenFile; returns the file's bytes
 		refuse bool
 	}{
-		{"owner only (control)", false, mode(0o600), false},
-		{"group may read (control)", false, mode(0o640), false},
-		{"group may write", false, mode(0o620), true},
-		{"others may write", false, mode(0o602), true},
-		{"FIFO", false, fifo, true},
-		{"made first by another user", true, byNobody, true},
+		{"owner only (control)", mode(0o600), false},
+		{"group may read (control)", mode(0o640), false},
+		{"group may write", mode(0o620), true},
+		{"others may write", mode(0o602), true},
+		{"FIFO", fifo, true},
+		{"made first by another user", byNobody, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.root && os.Geteuid() != 0 {
-				t.Skip("needs root to run the other user's part as uid 65534")
-			}
 			for _, which := range []string{"trail", "checkpoints"} {
-				dir := t.TempDir()
-				// A shared directory, as /tmp, that the other user can reach.
-				if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Chmod(dir, 0o1777); err != nil {
+				dir := beneathtest.Dir(t)
+				if err := os.Chmod(dir, 0o1777); err != nil { // shared, as /tmp
 					t.Fatal(err)
 				}
 				path := filepath.Join(dir, "audit.jsonl")
@@ -71,18 +68,16 @@ func TestFileRefusesWhatOthersCouldWrite(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				c.plant(t, target, trail)
+				planted := c.plant(t, target, trail)
 				err := openAndCheckpoint(t, path)
 				switch {
 				case c.refuse && !errors.Is(err, audit.ErrInsecureFile):
 					t.Fatalf("%s: err = %v, want ErrInsecureFile", which, err)
 				case !c.refuse && err != nil:
 					t.Fatalf("%s: %v", which, err)
-				case c.refuse && c.plant != nil:
-					if fi, err := os.Lstat(target); err == nil && fi.Mode().IsRegular() {
-						if b, _ := os.ReadFile(target); !bytes.Equal(b, trail) {
-							t.Fatalf("%s: the refused file was changed:\n%q\nwant\n%q", which, b, trail)
-						}
+				case c.refuse && planted != nil:
+					if b, _ := os.ReadFile(target); !bytes.Equal(b, planted) {
+						t.Fatalf("%s: the refused file was changed:\n%q\nwant\n%q", which, b, planted)
 					}
 				}
 			}
@@ -113,8 +108,8 @@ func openAndCheckpoint(t *testing.T, path string) error {
 }
 
 // mode writes b to a file of this user's with permissions perm.
-func mode(perm os.FileMode) func(*testing.T, string, []byte) {
-	return func(t *testing.T, path string, b []byte) {
+func mode(perm os.FileMode) func(*testing.T, string, []byte) []byte {
+	return func(t *testing.T, path string, b []byte) []byte {
 		t.Helper()
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
@@ -122,24 +117,28 @@ func mode(perm os.FileMode) func(*testing.T, string, []byte) {
 		if err := os.Chmod(path, perm); err != nil {
 			t.Fatal(err)
 		}
+		return b
 	}
 }
 
-func fifo(t *testing.T, path string, _ []byte) {
+func fifo(t *testing.T, path string, _ []byte) []byte {
 	t.Helper()
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return nil
 }
 
-// byNobody has uid 65534 write b to a new file at path, owner-only, as
-// another local user would before the server first starts.
-func byNobody(t *testing.T, path string, b []byte) {
+// byNobody has the other local user (uid 65534, when the test runs as
+// root) create an empty file at path, as before the server first starts.
+func byNobody(t *testing.T, path string, _ []byte) []byte {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", `umask 077 && cat > "$1"`, "sh", path)
-	cmd.Stdin = bytes.NewReader(b)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("as uid %d: %v\n%s", nobody, err, out)
+	a := beneathtest.New(t)
+	if !a.Unprivileged() {
+		t.Skip("needs root to act as another user (uid 65534)")
 	}
+	if err := a.Do("create", path); err != nil {
+		t.Fatal(err)
+	}
+	return []byte{}
 }

@@ -1,0 +1,131 @@
+//go:build linux
+
+package ownfile_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath/beneathtest"
+	"github.com/mcp-confirm/mcp-confirm/internal/ownfile"
+)
+
+func TestMain(m *testing.M) {
+	beneathtest.Main()
+	os.Exit(m.Run())
+}
+
+// TestOpen: what Open accepts and refuses, each refusal naming why. A
+// file another user made runs that user's part as uid 65534 when the test
+// runs as root. The accepted rows are the controls: a checker that
+// refused everything would fail them.
+func TestOpen(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		other  bool // made by another user
+		make   func(t *testing.T, path string)
+		opts   ownfile.Options
+		refuse string // "" accepts
+	}{
+		{"owner only", false, file(0o600), ownfile.Options{}, ""},
+		{"owner only, secret", false, file(0o600), ownfile.Options{Secret: true}, ""},
+		{"others may read", false, file(0o644), ownfile.Options{}, ""},
+		{"others may read a secret", false, file(0o644), ownfile.Options{Secret: true}, "may read or write it (chmod 0600"},
+		{"group may write", false, file(0o620), ownfile.Options{}, "may write it (chmod 0600"},
+		{"others may write", false, file(0o646), ownfile.Options{}, "may write it (chmod 0644"},
+		{"FIFO", false, func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, ownfile.Options{}, "not a regular file"},
+		{"directory", false, func(t *testing.T, p string) {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, ownfile.Options{}, "not a regular file"},
+		{"made by another user", true, nil, ownfile.Options{}, "owned by uid 65534"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := beneathtest.Dir(t)
+			if err := os.Chmod(dir, 0o1777); err != nil { // shared, as /tmp
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "f")
+			if c.other {
+				a := beneathtest.New(t)
+				if !a.Unprivileged() {
+					t.Skip("needs root to act as another user (uid 65534)")
+				}
+				if err := a.Do("create", path); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				c.make(t, path)
+			}
+			done := make(chan error, 1)
+			go func() {
+				f, err := ownfile.Open(path, c.opts)
+				if err == nil {
+					f.Close()
+				}
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Open hung")
+			}
+			switch {
+			case c.refuse == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.refuse != "" && (!errors.Is(err, ownfile.ErrInsecure) || !strings.Contains(err.Error(), c.refuse)):
+				t.Fatalf("err = %v; want ErrInsecure saying %q", err, c.refuse)
+			}
+		})
+	}
+}
+
+// Through a symbolic link, the file checked is the one it reaches: a link
+// to an owner-only file opens (the control), one to a file others may
+// write is refused.
+func TestOpenChecksWhatALinkReaches(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		perm   os.FileMode
+		refuse bool
+	}{{0o600, false}, {0o666, true}} {
+		target := filepath.Join(dir, fmt.Sprintf("target%o", c.perm))
+		file(c.perm)(t, target)
+		link := target + ".link"
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		f, err := ownfile.Open(link, ownfile.Options{})
+		if err == nil {
+			f.Close()
+		}
+		if c.refuse != errors.Is(err, ownfile.ErrInsecure) || !c.refuse && err != nil {
+			t.Errorf("a link to a file of mode %04o: err = %v", c.perm, err)
+		}
+	}
+}
+
+// file makes a file of this user's with permissions perm.
+func file(perm os.FileMode) func(*testing.T, string) {
+	return func(t *testing.T, path string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(path, perm); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
