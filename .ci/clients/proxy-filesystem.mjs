@@ -48,7 +48,7 @@ function makeDir(ctx) {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'mcp-confirm-proxy-')));
   fs.writeFileSync(path.join(dir, 'notes.txt'), 'hello world\n');
   const policy = path.join(dir, '..', `${path.basename(dir)}.policy.toml`);
-  fs.writeFileSync(policy, POLICY);
+  fs.writeFileSync(policy, POLICY, { mode: 0o600 });
   ctx.defer(() => { fs.rmSync(dir, { recursive: true, force: true }); fs.rmSync(policy, { force: true }); });
   return { dir, policy, file: (name) => path.join(dir, name) };
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/internal/ownfile"
 )
 
 // proxyConfig is the parsed command line of the proxy subcommand.
@@ -126,7 +127,9 @@ func runProxy(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
 	var policy *proxy.Policy
 	if c.policy != "" {
-		f, err := os.Open(c.policy)
+		// The policy decides what is asked: a file another local user
+		// could write would let them allow any call unasked.
+		f, err := ownfile.Open(c.policy, ownfile.Options{})
 		if err != nil {
 			fmt.Fprintf(stderr, "mcp-confirm proxy: --policy: %v\n", err)
 			return 2

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,6 +21,21 @@ func TestProxyFlags(t *testing.T) {
 	if err := os.WriteFile(badPolicy, []byte("alow = [\"read_*\"]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A valid policy that allows everything, where others may write it:
+	// refused before it is read, the upstream never started.
+	openPolicy := filepath.Join(dir, "open.toml")
+	if err := os.WriteFile(openPolicy, []byte("allow = [\"*\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(openPolicy, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	fifoPolicy := filepath.Join(dir, "fifo.toml")
+	if err := syscall.Mkfifo(fifoPolicy, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(dir, "started")
+	upstream := []string{"--", "sh", "-c", "touch " + started}
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -32,6 +48,8 @@ func TestProxyFlags(t *testing.T) {
 		{"bad upstream URL", []string{"--upstream", "ftp://x"}, 2, "http:// or https://"},
 		{"missing policy", []string{"--policy", filepath.Join(dir, "nope"), "--", "true"}, 2, "--policy"},
 		{"bad policy", []string{"--policy", badPolicy, "--", "true"}, 2, "unknown key alow"},
+		{"policy others may write", append([]string{"--policy", openPolicy}, upstream...), 2, "group or others may write it (chmod 0644"},
+		{"policy a FIFO", append([]string{"--policy", fifoPolicy}, upstream...), 2, "not a regular file"},
 		{"bad ttl", []string{"--ttl", "-1s", "--", "true"}, 2, "must be positive"},
 		{"bad ledger", []string{"--ledger", "ftp://x", "--", "true"}, 2, "--ledger"},
 		{"bad lease", []string{"--lease", "0s", "--", "true"}, 2, "--lease 0s: must be positive"},
@@ -51,6 +69,9 @@ func TestProxyFlags(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.want) {
 				t.Fatalf("stderr does not mention %q:\n%s", tt.want, stderr.String())
+			}
+			if _, err := os.Stat(started); err == nil {
+				t.Fatal("the upstream was started")
 			}
 		})
 	}
