@@ -125,31 +125,6 @@ func TestPublicURL(t *testing.T) {
 	}
 }
 
-// TestPasskeysFileWritableRefused: a passkeys file that group or others
-// may write is refused, not read (anyone who can write it could plant a
-// passkey); the same file owner-only is read (the control).
-func TestPasskeysFileWritableRefused(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "passkeys")
-	if err := os.WriteFile(file, []byte(`{"name":"mallory","handle":"AA==","enrolment":"AA==","credential":{}}`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := &passkeys{file: file}
-	if all, err := p.load(); err != nil || len(all) != 1 {
-		t.Fatalf("control: owner-only file: %d passkeys, %v", len(all), err)
-	}
-	for _, mode := range []os.FileMode{0o620, 0o602, 0o666} {
-		if err := os.Chmod(file, mode); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.load(); err == nil {
-			t.Errorf("mode %v: read", mode)
-		}
-		if err := p.add(passkey{Name: "x", Enrolment: []byte{1}}); err == nil {
-			t.Errorf("mode %v: a passkey added", mode)
-		}
-	}
-}
-
 // TestPasskeysNamingNoHolderRefused: a passkeys file holding a passkey
 // that says neither whose calls are its holder's nor that they make none
 // (a line written before holders were named, or by hand) is refused when

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
+	"github.com/mcp-confirm/mcp-confirm/internal/ownfile"
 )
 
 // Passkeys configures the approvers' second way to sign in: a passkey
@@ -31,8 +32,10 @@ type Passkeys struct {
 	// File keeps the enrolled passkeys (their public keys, one JSON line
 	// each): the page creates it (mode 0600) and appends to it, and reads
 	// it at each passkey sign-in. Replicas must share it (one host, or a
-	// shared file system with working flock). It must not be writable by
-	// anyone but the server's user: whoever can write it can add a passkey.
+	// shared file system with working flock). It must be a regular file
+	// (not a symbolic link) of the server's user or root that group and
+	// others may not write: whoever can write it can add a passkey. The
+	// page refuses any other.
 	File string
 	// DisplayName is the relying party's name authenticators show.
 	// Default "mcp-confirm".
@@ -220,9 +223,27 @@ func (k passkey) holder() Holder {
 	return Holder{Name: k.Name, Principal: k.Principal, NotCaller: k.NotCaller}
 }
 
+// open opens the passkeys file with flag and checks it: a regular file of
+// this user's or root's that group and others may not write.
+func (p *passkeys) open(flag int) (*os.File, error) {
+	// O_NOFOLLOW: another local user's symlink must not choose the file
+	// (nor, on an add, create one where it points). O_NONBLOCK: a FIFO
+	// there must not hold the open; it is refused below.
+	f, err := os.OpenFile(p.file, flag|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	// Planted passkeys: a file others can write lets them add one.
+	if err := ownfile.Check(f, ownfile.Options{}); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("approve: passkeys file: %w", err)
+	}
+	return f, nil
+}
+
 // load returns every enrolled passkey. A missing file holds none.
 func (p *passkeys) load() ([]passkey, error) {
-	f, err := os.Open(p.file)
+	f, err := p.open(os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -230,14 +251,6 @@ func (p *passkeys) load() ([]passkey, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	// Planted passkeys: a file others can write lets them add one.
-	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o022 != 0 {
-		return nil, fmt.Errorf("approve: passkeys file %s: mode %v: group or others may write it", p.file, fi.Mode())
-	}
 	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, err
@@ -267,7 +280,7 @@ var errEnrolled = errors.New("approve: this enrolment link was used already")
 func (p *passkeys) add(k passkey) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	f, err := os.OpenFile(p.file, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := p.open(os.O_RDWR | os.O_CREATE | os.O_APPEND)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,147 @@
+//go:build linux
+
+package approve
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/beneath/beneathtest"
+)
+
+func TestMain(m *testing.M) {
+	beneathtest.Main()
+	os.Exit(m.Run())
+}
+
+// TestPasskeysFileWritableRefused: a passkeys file another local user
+// could write, or could choose, is neither read nor appended to, and is
+// left as it was: group or others may write it (they could plant a
+// passkey); a FIFO (the page would hang reading it); a symbolic link, to
+// an owner-only passkeys file or dangling (an add would create the file
+// where it points); and, when the test runs as root, a file another user
+// (uid 65534) made first in a shared sticky directory. An owner-only file
+// is read and appended to (the control).
+func TestPasskeysFileWritableRefused(t *testing.T) {
+	const line = `{"name":"mallory","handle":"AA==","enrolment":"AA==","credential":{}}` + "\n"
+	regular := func(perm os.FileMode) func(t *testing.T, path string) {
+		return func(t *testing.T, path string) {
+			if err := os.WriteFile(path, []byte(line), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, perm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		plant  func(t *testing.T, path string)
+		refuse bool
+	}{
+		{"owner only (control)", regular(0o600), false},
+		{"group may write", regular(0o620), true},
+		{"others may write", regular(0o602), true},
+		{"everyone may write", regular(0o666), true},
+		{"FIFO", func(t *testing.T, path string) {
+			if err := syscall.Mkfifo(path, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"symbolic link to an owner-only file", func(t *testing.T, path string) {
+			target := filepath.Join(t.TempDir(), "passkeys")
+			regular(0o600)(t, target)
+			if err := os.Symlink(target, path); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"dangling symbolic link", func(t *testing.T, path string) {
+			if err := os.Symlink(filepath.Join(t.TempDir(), "created"), path); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"made first by another user", func(t *testing.T, path string) {
+			a := beneathtest.New(t)
+			if !a.Unprivileged() {
+				t.Skip("needs root to act as another user (uid 65534)")
+			}
+			if err := a.Do("create", path); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := beneathtest.Dir(t)
+			if err := os.Chmod(dir, 0o1777); err != nil { // shared, as /tmp
+				t.Fatal(err)
+			}
+			file := filepath.Join(dir, "passkeys")
+			c.plant(t, file)
+			before := snapshot(t, file)
+			p := &passkeys{file: file}
+			var loaded []passkey
+			var lerr, aerr error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				loaded, lerr = p.load()
+				aerr = p.add(passkey{Name: "x", Principal: "x", Enrolment: []byte{1}})
+			}()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("load or add hung")
+			}
+			if !c.refuse {
+				if lerr != nil || len(loaded) != 1 || aerr != nil {
+					t.Fatalf("control: %d passkeys, %v; add: %v", len(loaded), lerr, aerr)
+				}
+				return
+			}
+			if lerr == nil {
+				t.Errorf("read: %d passkeys", len(loaded))
+			}
+			if aerr == nil {
+				t.Error("a passkey added")
+			}
+			if after := snapshot(t, file); after != before {
+				t.Errorf("changed:\n%s\nwas\n%s", after, before)
+			}
+		})
+	}
+}
+
+// snapshot describes what is at path and, through a symbolic link, what
+// it reaches: its type and mode, and a regular file's bytes.
+func snapshot(t *testing.T, path string) string {
+	t.Helper()
+	var b bytes.Buffer
+	for p := path; ; {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			b.WriteString(p + ": " + err.Error() + "\n")
+			return b.String()
+		}
+		b.WriteString(p + ": " + fi.Mode().String() + "\n")
+		switch {
+		case fi.Mode()&os.ModeSymlink != 0:
+			next, err := os.Readlink(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p = next
+			continue
+		case fi.Mode().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Write(data)
+		}
+		return b.String()
+	}
+}
