@@ -59,6 +59,7 @@ import (
 	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/internal/ownfile"
 )
 
 // Prefix starts every key line.
@@ -204,33 +205,20 @@ func Read(path string) ([][]byte, error) {
 // permissions, owned by the user or root, in directories nobody else may
 // write. Permission problems wrap [ErrInsecure].
 func OpenSecret(path string) (*os.File, error) {
-	f, err := os.Open(path)
+	// The opened file itself is checked, not whatever the name points to
+	// later; a FIFO does not hold the open.
+	f, err := ownfile.Open(path, ownfile.Options{Secret: true})
+	if errors.Is(err, ownfile.ErrInsecure) {
+		return nil, fmt.Errorf("%w: %w", ErrInsecure, err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := checkSecret(path, f); err != nil {
+	if err := safeDirs(path); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
-}
-
-func checkSecret(path string, f *os.File) error {
-	// The opened file itself, not whatever the name points to later.
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%w: %s is not a regular file", ErrInsecure, path)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%w: %s has permissions %04o: group or others may read or write it (chmod 600 %s)", ErrInsecure, path, perm, path)
-	}
-	if err := owned(path, fi); err != nil {
-		return err
-	}
-	return safeDirs(path)
 }
 
 // owned refuses an entry owned by anyone but the user or root.

@@ -184,6 +184,11 @@ func TestRead(t *testing.T) {
 	}
 	refused("world-writable grandparent", write(t, child, 0o600), "directory "+parent)
 	refused("a directory", dir(t, 0o700), "not a regular file")
+	fifo := filepath.Join(dir(t, 0o755), "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused("a FIFO, which must not hold the read", fifo, "not a regular file")
 
 	// A link from a safe directory to a file in an unsafe one.
 	target := write(t, dir(t, 0o777), 0o600)

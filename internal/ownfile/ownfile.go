@@ -71,7 +71,7 @@ func Check(f *os.File, opts Options) error {
 		if opts.Secret {
 			what = "read or write"
 		}
-		return fmt.Errorf("%w: %s has mode %04o: group or others may %s it (chmod %04o %s)",
+		return fmt.Errorf("%w: %s has permissions %04o: group or others may %s it (chmod %04o %s)",
 			ErrInsecure, f.Name(), fi.Mode().Perm(), what, fi.Mode().Perm()&^mask, f.Name())
 	case !ok:
 		return fmt.Errorf("%w: cannot tell who owns %s", ErrInsecure, f.Name())
