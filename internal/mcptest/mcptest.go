@@ -95,7 +95,10 @@ func (a *Answerer) Handle(_ context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		return &mcp.ElicitResult{Action: a.Action}, nil
 	}
 	r := &mcp.ElicitResult{Action: a.Action}
-	if a.Action == "accept" {
+	// Content with a decline or cancel too, if Confirm: a client that
+	// sends confirm=true beside another action (a server must read the
+	// action first).
+	if a.Action == "accept" || a.Confirm {
 		r.Content = map[string]any{"confirm": a.Confirm}
 	}
 	return r, nil

@@ -423,16 +423,22 @@ func PrincipalMismatch(t *testing.T, f Factory) {
 	})
 }
 
-// Declined checks that a declined or cancelled dialog, or an "accept"
-// without confirm=true, acts on nothing and is answered "Not confirmed";
+// Declined checks that a declined or cancelled dialog (even one whose
+// content says confirm=true, as a careless or lying client might send),
+// or an "accept" without confirm=true, acts on nothing and is answered
+// "Not confirmed";
 // and that it spends the confirmation: the same state answered yes later
 // is refused as declined.
 func Declined(t *testing.T, f Factory) {
 	eachEraAndTransport(t, func(t *testing.T, era, transport string) {
-		for _, ans := range []*mcptest.Answerer{mcptest.Decline(), {Action: "cancel"}, {Action: "accept", Confirm: false}} {
+		for _, ans := range []*mcptest.Answerer{mcptest.Decline(), {Action: "cancel"}, {Action: "accept", Confirm: false},
+			{Action: "decline", Confirm: true}, {Action: "cancel", Confirm: true}} {
 			name := ans.Action
-			if ans.Action == "accept" {
+			switch {
+			case ans.Action == "accept":
 				name = "accept without confirm"
+			case ans.Confirm:
+				name += " with confirm true"
 			}
 			t.Run(name, func(t *testing.T) {
 				d := newDeployment(t, f)
