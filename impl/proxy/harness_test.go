@@ -281,12 +281,15 @@ func (e *env) handler() http.Handler {
 }
 
 // issued counts the confirmations the proxy's ledger issued.
-func (e *env) issued() int {
+func (e *env) issued() int { return e.count(ledger.ActionIssue, ledger.ResultOK) }
+
+// count counts the ledger's events of action a with result r.
+func (e *env) count(a ledger.Action, r ledger.Result) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	n := 0
 	for _, ev := range e.events {
-		if ev.Action == ledger.ActionIssue && ev.Result == ledger.ResultOK {
+		if ev.Action == a && ev.Result == r {
 			n++
 		}
 	}
