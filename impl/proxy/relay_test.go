@@ -2,10 +2,14 @@ package proxy_test
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/impl/observe"
 	"github.com/mcp-confirm/mcp-confirm/internal/mcptest"
 )
@@ -103,6 +107,55 @@ func TestProxyFollowUpOnce(t *testing.T) {
 	res, err = call(followUp, answer)
 	mcptest.WantToolRefusal(t, res, err, "already used")
 	u.wantCalls(t, "color", 1)
+}
+
+// An approved call whose upstream (2026-07-28) asks a follow-up question
+// the ledger cannot record (its store fails the follow-up's Add): the
+// client is told so, plainly, and given no state to answer with, since a
+// follow-up without its single-use record could be answered, and the call
+// sent on, any number of times. The upstream is sent no answer (nothing
+// is painted). The store failing nothing is TestProxyFollowUpOnce.
+func TestProxyFollowUpUnrecordedRefused(t *testing.T) {
+	u := newUpstream(t, eraMRTR)
+	addColor(u)
+	store := &failingAdds{Store: ledger.NewMemory(ledger.MemoryOptions{}), from: 2}
+	e := newEnv(t, envOptions{up: u, policy: `ask = ["color"]`, store: store})
+	cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
+	call := func(state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
+		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color", Arguments: map[string]any{}, InputResponses: responses, RequestState: state})
+	}
+	res, err := call("", nil)
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("first round: err=%v res=%s", err, mcptest.Describe(res))
+	}
+	res, err = call(res.RequestState, mcp.InputResponseMap{"confirm": mcptest.Yes()})
+	mcptest.WantToolRefusal(t, res, err, "could not record")
+	if res.RequestState != "" {
+		t.Fatalf("a state to answer an unrecorded follow-up with: %q", res.RequestState)
+	}
+	u.wantCalls(t, "color", 0)
+	if !strings.Contains(e.log.String(), "cannot record the upstream's follow-up question") {
+		t.Fatalf("the failure was not logged:\n%s", e.log.String())
+	}
+}
+
+// failingAdds is a store whose Adds fail from the from-th on, as a store
+// that went away between a call's question and the upstream's follow-up.
+type failingAdds struct {
+	ledger.Store
+	mu         sync.Mutex
+	from, adds int
+}
+
+func (s *failingAdds) Add(ctx context.Context, c ledger.Confirmation) error {
+	s.mu.Lock()
+	s.adds++
+	fail := s.adds >= s.from
+	s.mu.Unlock()
+	if fail {
+		return errors.New("failingAdds: the store went away")
+	}
+	return s.Store.Add(ctx, c)
 }
 
 // A follow-up question an upstream asks inside an approved call is put to
