@@ -213,6 +213,11 @@ func TestWebhookURL(t *testing.T) {
 		{"http://[::1]:9/secret-token", true},
 		{"http://localhost:9/secret-token", true},
 		{"http://hooks.example.com/secret-token", false},
+		// http to an address or name that is not loopback: the question
+		// and link cross a network in clear.
+		{"http://10.0.0.1:9/secret-token", false},
+		{"http://[fe80::1]:9/secret-token", false},
+		{"http://localhost.evil.example:9/secret-token", false},
 		{"ftp://hooks.example.com/secret-token", false},
 		{"https://user:secret-token@hooks.example.com/", false},
 		{"/services/secret-token", false},
@@ -224,6 +229,73 @@ func TestWebhookURL(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "secret-token") {
 			t.Errorf("New(%q): the error %q repeats the URL", tc.url, err)
+		}
+	}
+}
+
+// New refuses a negative Timeout or MaxInFlight (which would disable the
+// bound a caller asked for); zero takes the defaults (the control).
+func TestWebhookOptionsRefused(t *testing.T) {
+	const url = "https://hooks.example.com/secret-token"
+	for _, o := range []notify.Options{{URL: url, Timeout: -time.Second}, {URL: url, MaxInFlight: -1}} {
+		if _, err := notify.New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+	if _, err := notify.New(notify.Options{URL: url}); err != nil {
+		t.Errorf("control: %v", err)
+	}
+}
+
+// A webhook that answers with a redirect is not followed: the message
+// would go where the operator did not send it. The receiver redirected to
+// gets nothing; the failure is logged without the URL.
+func TestWebhookRedirectNotFollowed(t *testing.T) {
+	other := newReceiver(t, http.StatusOK)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+secretPath, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	var logs mcptest.SyncBuffer
+	w, err := notify.New(notify.Options{URL: redirect.URL + secretPath, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Notify(notice("Delete a.txt?"))
+	w.Wait()
+	select {
+	case <-other.posts:
+		t.Fatal("the redirect was followed: the message reached another receiver")
+	default:
+	}
+	if !strings.Contains(logs.String(), "refused the notification") || strings.Contains(logs.String(), "secret-token") {
+		t.Fatalf("log: %s", logs.String())
+	}
+}
+
+// A link that could not stand in Slack's <url|text> markup as it is — a
+// character that ends or splits it, or not http(s) — is shown as escaped
+// text, never as markup: the message then holds no markup at all. The
+// page's own link is markup (the control, in checkMessage).
+func TestWebhookUnsafeLinkNotMarkup(t *testing.T) {
+	for _, l := range []string{
+		"https://confirm.example.com/a|<!channel>",
+		"https://evil.example/x|confirm.example.com",
+		"https://confirm.example.com/a>b",
+		"https://confirm.example.com/a b",
+		"https://confirm.example.com/a&amp;b",
+		"https://confirm.example.com/a`b",
+		"javascript:alert(1)",
+		"mailto:x@example.com",
+	} {
+		n := notice("Delete a.txt?")
+		n.Link = l
+		var m struct{ Text string }
+		if err := json.Unmarshal(notify.Message(n), &m); err != nil {
+			t.Fatal(err)
+		}
+		if got := markupRE.FindAllString(m.Text, -1); len(got) != 0 {
+			t.Errorf("link %q: markup %q in %q", l, got, m.Text)
 		}
 	}
 }
