@@ -572,3 +572,27 @@ func TestHTTPPageBesideEndpoint(t *testing.T) {
 		}
 	}
 }
+
+// ForTTL ties the two limits a question's TTL bounds to it, where the
+// options leave them zero: a session lives as long as a question could
+// still be answered, and a request a minute longer, so that an older-era
+// call waiting in-process for its answer can act and reply; limits set by
+// hand stay as they are (the controls).
+func TestForTTL(t *testing.T) {
+	for _, c := range []struct {
+		name                   string
+		in                     serve.HTTPOptions
+		session, request, read time.Duration
+	}{
+		{"zero", serve.HTTPOptions{}, 2 * time.Hour, 2*time.Hour + time.Minute, 0},
+		{"set by hand", serve.HTTPOptions{SessionTimeout: time.Minute, RequestTimeout: 3 * time.Hour, ReadTimeout: time.Second}, time.Minute, 3 * time.Hour, time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.in.ForTTL(2 * time.Hour)
+			if got.SessionTimeout != c.session || got.RequestTimeout != c.request || got.ReadTimeout != c.read {
+				t.Fatalf("ForTTL(2h) = session %v, request %v, read %v; want %v, %v, %v",
+					got.SessionTimeout, got.RequestTimeout, got.ReadTimeout, c.session, c.request, c.read)
+			}
+		})
+	}
+}
