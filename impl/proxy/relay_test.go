@@ -75,6 +75,25 @@ func TestProxyRelaysUpstreamQuestion(t *testing.T) {
 	}
 }
 
+// colorCall returns a call of the color tool on cs, carrying state and
+// responses.
+func colorCall(cs *mcp.ClientSession) func(state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
+	return func(state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
+		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color", Arguments: map[string]any{}, InputResponses: responses, RequestState: state})
+	}
+}
+
+// askColor makes the first round of a color call through call and returns
+// the state of the proxy's question.
+func askColor(t *testing.T, call func(string, mcp.InputResponseMap) (*mcp.CallToolResult, error)) string {
+	t.Helper()
+	res, err := call("", nil)
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("first round: err=%v res=%s", err, mcptest.Describe(res))
+	}
+	return res.RequestState
+}
+
 // An approved call whose upstream (2026-07-28) asks a follow-up question:
 // the question reaches the client, the answer is forwarded once, and the
 // round carrying it is single-use like the approval (a replay sends
@@ -84,14 +103,8 @@ func TestProxyFollowUpOnce(t *testing.T) {
 	addColor(u)
 	e := newEnv(t, envOptions{up: u, policy: `ask = ["color"]`})
 	cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
-	call := func(state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
-		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color", Arguments: map[string]any{}, InputResponses: responses, RequestState: state})
-	}
-	res, err := call("", nil)
-	if err != nil || !res.NeedsInput() {
-		t.Fatalf("first round: err=%v res=%s", err, mcptest.Describe(res))
-	}
-	res, err = call(res.RequestState, mcp.InputResponseMap{"confirm": mcptest.Yes()})
+	call := colorCall(cs)
+	res, err := call(askColor(t, call), mcp.InputResponseMap{"confirm": mcptest.Yes()})
 	if err != nil || !res.NeedsInput() {
 		t.Fatalf("approved round: want the upstream's own question, got err=%v res=%s", err, mcptest.Describe(res))
 	}
@@ -121,14 +134,8 @@ func TestProxyFollowUpUnrecordedRefused(t *testing.T) {
 	store := &failingAdds{Store: ledger.NewMemory(ledger.MemoryOptions{}), from: 2}
 	e := newEnv(t, envOptions{up: u, policy: `ask = ["color"]`, store: store})
 	cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
-	call := func(state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
-		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color", Arguments: map[string]any{}, InputResponses: responses, RequestState: state})
-	}
-	res, err := call("", nil)
-	if err != nil || !res.NeedsInput() {
-		t.Fatalf("first round: err=%v res=%s", err, mcptest.Describe(res))
-	}
-	res, err = call(res.RequestState, mcp.InputResponseMap{"confirm": mcptest.Yes()})
+	call := colorCall(cs)
+	res, err := call(askColor(t, call), mcp.InputResponseMap{"confirm": mcptest.Yes()})
 	mcptest.WantToolRefusal(t, res, err, "could not record")
 	if res.RequestState != "" {
 		t.Fatalf("a state to answer an unrecorded follow-up with: %q", res.RequestState)
@@ -171,21 +178,16 @@ func TestProxyFollowUpCounted(t *testing.T) {
 	addColor(u)
 	e := newEnv(t, envOptions{up: u, policy: `ask = ["color"]`, telemetry: tel})
 	cs := e.connect(clientOptions{manual: true, answer: mcptest.Accept()})
-	call := func(state string, responses mcp.InputResponseMap) (*mcp.CallToolResult, error) {
-		return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "color", Arguments: map[string]any{}, InputResponses: responses, RequestState: state})
-	}
+	call := colorCall(cs)
 	wantQuestions := func(when string, want float64) {
 		t.Helper()
 		if got := counterValue(t, tel, "mcp_confirm_questions_total"); got != want || e.issued() != int(want) {
 			t.Fatalf("%s: mcp_confirm_questions_total = %v and %d issued, want %v of each", when, got, e.issued(), want)
 		}
 	}
-	res, err := call("", nil)
-	if err != nil || !res.NeedsInput() {
-		t.Fatalf("first round: err=%v res=%s", err, mcptest.Describe(res))
-	}
+	state := askColor(t, call)
 	wantQuestions("the proxy's question", 1)
-	res, err = call(res.RequestState, mcp.InputResponseMap{"confirm": mcptest.Yes()})
+	res, err := call(state, mcp.InputResponseMap{"confirm": mcptest.Yes()})
 	if err != nil || !res.NeedsInput() {
 		t.Fatalf("approved round: want the upstream's own question, got err=%v res=%s", err, mcptest.Describe(res))
 	}
