@@ -166,6 +166,10 @@ func TestJWTOptions(t *testing.T) {
 		{"none allowed", bearer.JWTOptions{Issuer: is.url, Audience: resource, Algorithms: []jose.SignatureAlgorithm{"none"}}, "only asymmetric"},
 		{"no audience", bearer.JWTOptions{Issuer: is.url}, "no audience"},
 		{"http issuer off loopback", bearer.JWTOptions{Issuer: "http://auth.example.com", Audience: resource}, "want https"},
+		// A private address is not loopback: another host on the network
+		// could serve keys of its own in the clear.
+		{"http issuer on a private address", bearer.JWTOptions{Issuer: "http://10.0.0.1", Audience: resource}, "want https"},
+		{"http issuer on a private address, v6", bearer.JWTOptions{Issuer: "http://[fd00::1]", Audience: resource}, "want https"},
 		{"issuer with a query", bearer.JWTOptions{Issuer: is.url + "?x=1", Audience: resource}, "no query"},
 		{"leeway too large", bearer.JWTOptions{Issuer: is.url, Audience: resource, Leeway: time.Hour}, "leeway"},
 		{"unreachable issuer", bearer.JWTOptions{Issuer: "http://127.0.0.1:1", Audience: resource}, "metadata"},
@@ -203,6 +207,10 @@ func TestDiscovery(t *testing.T) {
 		{"JWKS in the clear off loopback", "", false, func(iss string) map[string]any {
 			return map[string]any{"issuer": iss, "jwks_uri": "http://keys.example.com/jwks"}
 		}, "jwks_uri"},
+		// RFC 8414 §3.3: character for character, so not even a trailing slash.
+		{"metadata naming the issuer with a trailing slash", "", false, func(iss string) map[string]any {
+			return map[string]any{"issuer": iss + "/", "jwks_uri": iss + "/jwks"}
+		}, "names issuer"},
 		{"no jwks_uri", "", false, func(iss string) map[string]any {
 			return map[string]any{"issuer": iss}
 		}, "jwks_uri"},
@@ -348,3 +356,63 @@ func TestJWKSFiltering(t *testing.T) {
 
 var _ auth.TokenVerifier = (*bearer.JWT)(nil).Verify
 var _ = http.MethodGet
+
+// TestJWTClock: exp and nbf are checked against the verifier's clock
+// (JWTOptions.Now), not the wall clock: a token the wall clock would still
+// accept is refused once the verifier's clock says it expired, and one not
+// yet valid by the verifier's clock is refused too. The negative controls
+// are tokens valid by the verifier's clock.
+func TestJWTClock(t *testing.T) {
+	k1 := newRSASigner("k1", 0)
+	is := newIssuer(t, "", k1)
+	wall := time.Now()
+	tests := []struct {
+		name   string
+		skew   time.Duration // the verifier's clock minus the wall clock
+		change func(c map[string]any)
+		want   error
+	}{
+		{"valid by the verifier's clock, ahead", 2 * time.Hour, func(c map[string]any) { c["exp"] = wall.Add(3 * time.Hour).Unix() }, nil},
+		{"expired by the verifier's clock, valid by the wall's", 2 * time.Hour, func(c map[string]any) {}, bearer.ErrExpired},
+		{"valid by the verifier's clock, behind", -2 * time.Hour, func(c map[string]any) {
+			c["iat"], c["nbf"] = wall.Add(-3*time.Hour).Unix(), wall.Add(-3*time.Hour).Unix()
+		}, nil},
+		{"not yet valid by the verifier's clock, valid by the wall's", -2 * time.Hour, func(c map[string]any) {
+			c["iat"], c["nbf"] = wall.Add(-time.Hour).Unix(), wall.Add(-time.Hour).Unix()
+		}, bearer.ErrNotYetValid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := newJWT(t, is, bearer.JWTOptions{Now: func() time.Time { return time.Now().Add(tt.skew) }})
+			c := is.claims(resource)
+			tt.change(c)
+			ti, err := j.Verify(context.Background(), sign(t, k1, c), nil)
+			if tt.want == nil {
+				if err != nil || ti.UserID != "alice" {
+					t.Fatalf("Verify = %+v, %v; want alice", ti, err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) || ti != nil {
+				t.Fatalf("Verify = %+v, %v; want %v", ti, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestJWTPrincipalClaim: with PrincipalClaim set, the principal is that
+// claim and no other: a token whose sub names someone is not that someone,
+// and a token without the claim is refused even though it has a sub.
+func TestJWTPrincipalClaim(t *testing.T) {
+	k1 := newRSASigner("k1", 0)
+	is := newIssuer(t, "", k1)
+	j := newJWT(t, is, bearer.JWTOptions{PrincipalClaim: "email"})
+	c := is.claims(resource)
+	c["email"] = "bob@example.com"
+	if ti, err := j.Verify(context.Background(), sign(t, k1, c), nil); err != nil || ti.UserID != "bob@example.com" {
+		t.Fatalf("Verify = %+v, %v; want bob@example.com, the email claim, not sub", ti, err)
+	}
+	if ti, err := j.Verify(context.Background(), sign(t, k1, is.claims(resource)), nil); !errors.Is(err, bearer.ErrPrincipal) || ti != nil {
+		t.Fatalf("Verify without the email claim = %+v, %v; want %v", ti, err, bearer.ErrPrincipal)
+	}
+}
