@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -414,5 +416,55 @@ func TestJWTPrincipalClaim(t *testing.T) {
 	}
 	if ti, err := j.Verify(context.Background(), sign(t, k1, is.claims(resource)), nil); !errors.Is(err, bearer.ErrPrincipal) || ti != nil {
 		t.Fatalf("Verify without the email claim = %+v, %v; want %v", ti, err, bearer.ErrPrincipal)
+	}
+}
+
+// TestDiscoveryServerError: only "not found" (a 4xx) at a metadata
+// location moves discovery on to the next; a server error there stops it,
+// so an issuer whose RFC 8414 document is failing is not read from a
+// document it may no longer maintain. The negative control is the same
+// issuer answering 404 there.
+func TestDiscoveryServerError(t *testing.T) {
+	k1 := newRSASigner("k1", 0)
+	for _, tt := range []struct {
+		status int
+		ok     bool
+	}{{http.StatusNotFound, true}, {http.StatusServiceUnavailable, false}} {
+		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+			is := newIssuer(t, "/tenant/a", k1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-authorization-server") {
+					w.WriteHeader(tt.status)
+					return
+				}
+				// Everything else from the issuer, under this server's URL.
+				u := is.srv.URL + r.URL.Path
+				res, err := http.Get(u)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer res.Body.Close()
+				if res.StatusCode != http.StatusOK {
+					w.WriteHeader(res.StatusCode)
+					return
+				}
+				var doc map[string]any
+				json.NewDecoder(res.Body).Decode(&doc)
+				if _, ok := doc["issuer"]; ok {
+					doc["issuer"] = strings.Replace(doc["issuer"].(string), is.srv.URL, "http://"+r.Host, 1)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(doc)
+			}))
+			defer srv.Close()
+			_, err := bearer.NewJWT(context.Background(), bearer.JWTOptions{Issuer: srv.URL + "/tenant/a", Audience: resource})
+			if tt.ok != (err == nil) {
+				t.Fatalf("NewJWT with %d at the RFC 8414 location = %v; want ok=%v", tt.status, err, tt.ok)
+			}
+			if !tt.ok && !strings.Contains(err.Error(), "503") {
+				t.Fatalf("NewJWT = %v; want the 503 named", err)
+			}
+		})
 	}
 }
