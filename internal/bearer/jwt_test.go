@@ -468,3 +468,34 @@ func TestDiscoveryServerError(t *testing.T) {
 		})
 	}
 }
+
+// TestJWTNoKid: a token without a kid is checked against the issuer's only
+// key, never picked out among several, even when one of them has no kid
+// either: which key a kid-less token meant is a guess the verifier does
+// not make. The negative control is the same key published alone.
+func TestJWTNoKid(t *testing.T) {
+	anon := newECSigner(t, "")
+	for _, tt := range []struct {
+		name    string
+		signers []signer
+		want    error
+	}{
+		{"the only key", []signer{anon}, nil},
+		{"one of two, the other with a kid", []signer{newRSASigner("k1", 0), anon}, bearer.ErrUnknownKey},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			is := newIssuer(t, "", tt.signers...)
+			j := newJWT(t, is, bearer.JWTOptions{})
+			ti, err := j.Verify(context.Background(), sign(t, anon, is.claims(resource)), nil)
+			if tt.want == nil {
+				if err != nil || ti.UserID != "alice" {
+					t.Fatalf("Verify = %+v, %v; want alice", ti, err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.want) || ti != nil {
+				t.Fatalf("Verify = %+v, %v; want %v", ti, err, tt.want)
+			}
+		})
+	}
+}
