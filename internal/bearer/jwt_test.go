@@ -3,6 +3,8 @@ package bearer_test
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
@@ -336,7 +338,8 @@ func TestJWKSRotation(t *testing.T) {
 	}
 }
 
-// TestJWKSFiltering: keys the verifier must not use are skipped, the rest
+// TestJWKSFiltering: keys the verifier must not use (HMAC, encryption,
+// RSA under 2048 bits) are skipped, the rest
 // kept.
 func TestJWKSFiltering(t *testing.T) {
 	good := newRSASigner("good", 0)
@@ -353,6 +356,19 @@ func TestJWKSFiltering(t *testing.T) {
 	}
 	if _, err := j.Verify(context.Background(), sign(t, newRSASigner("enc", 1), is.claims(resource)), nil); !errors.Is(err, bearer.ErrUnknownKey) {
 		t.Fatalf("encryption key used to sign: %v, want ErrUnknownKey", err)
+	}
+	// A 1024-bit RSA key can be factored: a token it signs is refused.
+	short, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	is.publish(signer{kid: "short", alg: jose.RS256, key: short})
+	j = newJWT(t, is, bearer.JWTOptions{})
+	if _, err := j.Verify(context.Background(), sign(t, signer{kid: "short", alg: jose.RS256, key: short}, is.claims(resource)), nil); !errors.Is(err, bearer.ErrUnknownKey) {
+		t.Fatalf("1024-bit RSA key used to sign: %v, want ErrUnknownKey", err)
+	}
+	if _, err := j.Verify(context.Background(), sign(t, good, is.claims(resource)), nil); err != nil {
+		t.Fatalf("good key beside the short one: %v", err)
 	}
 }
 
