@@ -515,3 +515,19 @@ func TestJWTNoKid(t *testing.T) {
 		})
 	}
 }
+
+// TestJWKSDuplicateKid: a JWKS naming two keys by one kid is refused
+// whole: which of them a token's kid means would be a guess, and the
+// verifier would check signatures against a key the issuer may have meant
+// to withdraw. The negative control is the same issuer with one of them.
+func TestJWKSDuplicateKid(t *testing.T) {
+	is := newIssuer(t, "", newRSASigner("k1", 0))
+	if _, err := bearer.NewJWT(context.Background(), bearer.JWTOptions{Issuer: is.url, Audience: resource}); err != nil {
+		t.Fatalf("one key under k1: %v", err)
+	}
+	is.publish(newRSASigner("k1", 1))
+	_, err := bearer.NewJWT(context.Background(), bearer.JWTOptions{Issuer: is.url, Audience: resource})
+	if err == nil || !strings.Contains(err.Error(), `two keys with kid "k1"`) {
+		t.Fatalf("NewJWT = %v; want two keys with kid k1 refused", err)
+	}
+}
