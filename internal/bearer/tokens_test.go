@@ -41,6 +41,8 @@ func TestParseTokens(t *testing.T) {
 		{"no prefix", strings.TrimPrefix(bearer.Line(alice, "alice"), "sha256:") + "\n"},
 		{"short hash", "sha256:abcd alice\n"},
 		{"upper-case hash", strings.ToUpper(bearer.Line(alice, "ALICE")) + "\n"},
+		// The prefix in lower case, only the digits upper: one hash, one spelling.
+		{"upper-case digits", "sha256:" + strings.ToUpper(strings.TrimPrefix(bearer.Line(alice, "alice"), "sha256:")) + "\n"},
 		{"the raw token", alice + " alice\n"},
 		{"the same token twice", bearer.Line(alice, "alice") + "\n" + bearer.Line(alice, "mallory") + "\n"},
 		{"control character", bearer.Line(alice, "ali\x1bce") + "\n"},
