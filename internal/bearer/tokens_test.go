@@ -151,3 +151,16 @@ func ExampleLine() {
 	fmt.Println(bearer.Line(token, "alice"))
 	// Output: sha256:c4208dd459e005d570614d203390a6663679f14bfa8b021097adef02eb4cd72a alice
 }
+
+// TestReadTokensNotRegular: a directory where the token file should be is
+// refused as not a regular file, before anything reads it. The negative
+// control is TestReadTokensPermissions' private file.
+func TestReadTokensNotRegular(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tokens")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bearer.ReadTokens(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("ReadTokens(a directory) = %v, want not a regular file", err)
+	}
+}
