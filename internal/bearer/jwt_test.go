@@ -531,3 +531,31 @@ func TestJWKSDuplicateKid(t *testing.T) {
 		t.Fatalf("NewJWT = %v; want two keys with kid k1 refused", err)
 	}
 }
+
+// TestDiscoveryContentType: metadata and keys are read only when served as
+// JSON: a file some user of the issuer's host could upload (served as
+// text/plain, say) names no keys. The negative control serves the same
+// document as application/json.
+func TestDiscoveryContentType(t *testing.T) {
+	for _, tt := range []struct {
+		ctype string
+		ok    bool
+	}{{"application/json; charset=utf-8", true}, {"text/plain; charset=utf-8", false}} {
+		t.Run(tt.ctype, func(t *testing.T) {
+			is := newIssuer(t, "", newRSASigner("k1", 0))
+			var srv *httptest.Server
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.ctype)
+				json.NewEncoder(w).Encode(map[string]any{"issuer": srv.URL, "jwks_uri": is.srv.URL + "/jwks"})
+			}))
+			defer srv.Close()
+			_, err := bearer.NewJWT(context.Background(), bearer.JWTOptions{Issuer: srv.URL, Audience: resource})
+			if tt.ok != (err == nil) {
+				t.Fatalf("NewJWT with metadata served as %s = %v; want ok=%v", tt.ctype, err, tt.ok)
+			}
+			if !tt.ok && !strings.Contains(err.Error(), "content type") {
+				t.Fatalf("NewJWT = %v; want the content type named", err)
+			}
+		})
+	}
+}
