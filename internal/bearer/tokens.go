@@ -21,6 +21,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcp-confirm/mcp-confirm/internal/ownfile"
 )
 
 // Tokens verifies static bearer tokens, each a random secret given to one
@@ -94,30 +96,29 @@ func checkPrincipal(p string) error {
 // can read or write, as ssh asks of a private key: a token file others can
 // write lets them add a token of their own.
 func ReadTokens(path string) (*Tokens, error) {
-	f, err := os.Open(path)
+	// Checked on the open file, so that it is the file read; a FIFO does
+	// not hold the open.
+	f, err := ownfile.Open(path, ownfile.Options{Secret: true})
+	if errors.Is(err, ownfile.ErrInsecure) {
+		return nil, fmt.Errorf("%w: %w", ErrPermissions, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bearer: %w", err)
 	}
 	defer f.Close()
-	// Checked on the open file, so that it is the file read.
-	if err := private(f, false); err != nil {
-		return nil, fmt.Errorf("bearer: %s: %w", path, err)
-	}
 	return ParseTokens(f)
 }
 
-// private checks that f is a regular file (or, if dir, a directory) of
-// this process's user or root, without access for group or others.
-func private(f *os.File, dir bool) error {
-	fi, err := f.Stat()
+// privateDir checks that d is a directory of this process's user or
+// root, without access for group or others.
+func privateDir(d *os.File) error {
+	fi, err := d.Stat()
 	if err != nil {
 		return err
 	}
 	switch {
-	case dir && !fi.IsDir():
+	case !fi.IsDir():
 		return errors.New("not a directory")
-	case !dir && !fi.Mode().IsRegular():
-		return errors.New("not a regular file")
 	case fi.Mode().Perm()&0o077 != 0:
 		return fmt.Errorf("%w (mode %#o: want %#o)", ErrPermissions, fi.Mode().Perm(), fi.Mode().Perm()&0o700)
 	}
@@ -175,7 +176,7 @@ func Generate(dir string) (*Tokens, string, func(), error) {
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("bearer: token directory: %w", err)
 	}
-	err = private(d, true)
+	err = privateDir(d)
 	d.Close()
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("bearer: token directory %s: %w", dir, err)

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
@@ -152,15 +154,32 @@ func ExampleLine() {
 	// Output: sha256:c4208dd459e005d570614d203390a6663679f14bfa8b021097adef02eb4cd72a alice
 }
 
-// TestReadTokensNotRegular: a directory where the token file should be is
-// refused as not a regular file, before anything reads it. The negative
-// control is TestReadTokensPermissions' private file.
+// TestReadTokensNotRegular: a directory or a FIFO where the token file
+// should be is refused as not a regular file, before anything reads it,
+// and the FIFO does not hold the start-up. The negative control is
+// TestReadTokensPermissions' private file.
 func TestReadTokensNotRegular(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tokens")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bearer.ReadTokens(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
-		t.Fatalf("ReadTokens(a directory) = %v, want not a regular file", err)
+	fifo := filepath.Join(t.TempDir(), "tokens")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{dir, fifo} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := bearer.ReadTokens(path)
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, bearer.ErrPermissions) || !strings.Contains(err.Error(), "not a regular file") {
+				t.Fatalf("ReadTokens(%s) = %v, want not a regular file", path, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("ReadTokens(%s) hung", path)
+		}
 	}
 }
