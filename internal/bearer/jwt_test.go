@@ -405,15 +405,7 @@ func TestJWTClock(t *testing.T) {
 			c := is.claims(resource)
 			tt.change(c)
 			ti, err := j.Verify(context.Background(), sign(t, k1, c), nil)
-			if tt.want == nil {
-				if err != nil || ti.UserID != "alice" {
-					t.Fatalf("Verify = %+v, %v; want alice", ti, err)
-				}
-				return
-			}
-			if !errors.Is(err, tt.want) || ti != nil {
-				t.Fatalf("Verify = %+v, %v; want %v", ti, err, tt.want)
-			}
+			wantAlice(t, ti, err, tt.want)
 		})
 	}
 }
@@ -503,15 +495,7 @@ func TestJWTNoKid(t *testing.T) {
 			is := newIssuer(t, "", tt.signers...)
 			j := newJWT(t, is, bearer.JWTOptions{})
 			ti, err := j.Verify(context.Background(), sign(t, anon, is.claims(resource)), nil)
-			if tt.want == nil {
-				if err != nil || ti.UserID != "alice" {
-					t.Fatalf("Verify = %+v, %v; want alice", ti, err)
-				}
-				return
-			}
-			if !errors.Is(err, tt.want) || ti != nil {
-				t.Fatalf("Verify = %+v, %v; want %v", ti, err, tt.want)
-			}
+			wantAlice(t, ti, err, tt.want)
 		})
 	}
 }
@@ -557,5 +541,20 @@ func TestDiscoveryContentType(t *testing.T) {
 				t.Fatalf("NewJWT = %v; want the content type named", err)
 			}
 		})
+	}
+}
+
+// wantAlice checks Verify's answer: alice when want is nil, else no token
+// info and an error that is want.
+func wantAlice(t *testing.T, ti *auth.TokenInfo, err, want error) {
+	t.Helper()
+	if want == nil {
+		if err != nil || ti.UserID != "alice" {
+			t.Fatalf("Verify = %+v, %v; want alice", ti, err)
+		}
+		return
+	}
+	if !errors.Is(err, want) || ti != nil {
+		t.Fatalf("Verify = %+v, %v; want %v", ti, err, want)
 	}
 }
