@@ -34,6 +34,19 @@ func TestProxyFlags(t *testing.T) {
 	if err := syscall.Mkfifo(fifoPolicy, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// An owner-only policy in a directory others may write: they could
+	// rename an allow-everything policy into place.
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sharedPolicy := filepath.Join(shared, "policy.toml")
+	if err := os.WriteFile(sharedPolicy, []byte("ask = [\"*\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	started := filepath.Join(dir, "started")
 	upstream := []string{"--", "sh", "-c", "touch " + started}
 	for _, tt := range []struct {
@@ -50,6 +63,7 @@ func TestProxyFlags(t *testing.T) {
 		{"bad policy", []string{"--policy", badPolicy, "--", "true"}, 2, "unknown key alow"},
 		{"policy others may write", append([]string{"--policy", openPolicy}, upstream...), 2, "group or others may write it (chmod 0644"},
 		{"policy a FIFO", append([]string{"--policy", fifoPolicy}, upstream...), 2, "not a regular file"},
+		{"policy in a directory others may write", append([]string{"--policy", sharedPolicy}, upstream...), 2, "group or others may replace"},
 		{"bad ttl", []string{"--ttl", "-1s", "--", "true"}, 2, "must be positive"},
 		{"bad ledger", []string{"--ledger", "ftp://x", "--", "true"}, 2, "--ledger"},
 		{"bad lease", []string{"--lease", "0s", "--", "true"}, 2, "--lease 0s: must be positive"},

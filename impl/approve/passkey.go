@@ -224,8 +224,15 @@ func (k passkey) holder() Holder {
 }
 
 // open opens the passkeys file with flag and checks it: a regular file of
-// this user's or root's that group and others may not write.
+// this user's or root's that group and others may not write, in
+// directories they may not write either.
 func (p *passkeys) open(flag int) (*os.File, error) {
+	// Planted passkeys: another user who may write a directory above
+	// could rename a file of theirs into place. Checked before an add
+	// creates the file.
+	if err := ownfile.Dirs(p.file); err != nil {
+		return nil, fmt.Errorf("approve: passkeys file: %w", err)
+	}
 	// O_NOFOLLOW: another local user's symlink must not choose the file
 	// (nor, on an add, create one where it points). O_NONBLOCK: a FIFO
 	// there must not hold the open; it is refused below.

@@ -24,8 +24,10 @@ func TestMain(m *testing.M) {
 // passkey); a FIFO (the page would hang reading it); a symbolic link, to
 // an owner-only passkeys file or dangling (an add would create the file
 // where it points); and, when the test runs as root, a file another user
-// (uid 65534) made first in a shared sticky directory. An owner-only file
-// is read and appended to (the control).
+// (uid 65534) made first in a shared sticky directory; and an owner-only
+// file, or none, in a directory others may write without the sticky bit
+// (they could rename a file of theirs into place). An owner-only file in a
+// sticky one is read and appended to (the control).
 func TestPasskeysFileWritableRefused(t *testing.T) {
 	const line = `{"name":"mallory","handle":"AA==","enrolment":"AA==","credential":{}}` + "\n"
 	regular := func(perm os.FileMode) func(t *testing.T, path string) {
@@ -64,6 +66,11 @@ func TestPasskeysFileWritableRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, true},
+		{"in a directory others may write", func(t *testing.T, path string) {
+			regular(0o600)(t, path)
+			shareDir(t, path)
+		}, true},
+		{"missing, in a directory others may write", shareDir, true},
 		{"made first by another user", func(t *testing.T, path string) {
 			a := beneathtest.New(t)
 			if !a.Unprivileged() {
@@ -76,7 +83,7 @@ func TestPasskeysFileWritableRefused(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := beneathtest.Dir(t)
-			if err := os.Chmod(dir, 0o1777); err != nil { // shared, as /tmp
+			if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil { // shared, as /tmp
 				t.Fatal(err)
 			}
 			file := filepath.Join(dir, "passkeys")
@@ -112,6 +119,15 @@ func TestPasskeysFileWritableRefused(t *testing.T) {
 				t.Errorf("changed:\n%s\nwas\n%s", after, before)
 			}
 		})
+	}
+}
+
+// shareDir lets everyone write path's directory, without the sticky bit:
+// another user could rename a passkeys file of theirs into place.
+func shareDir(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Chmod(filepath.Dir(path), 0o777); err != nil {
+		t.Fatal(err)
 	}
 }
 

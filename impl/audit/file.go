@@ -113,8 +113,14 @@ var ErrInsecureFile = ownfile.ErrInsecure
 // openOwn opens (creating it, mode 0600) the file at path for reading and
 // appending, with the flags in flag too, and refuses it unless it is a
 // regular file of this user's or root's that group and others may not
-// write (ownfile.Check).
+// write, in directories they may not write either (ownfile.Check and
+// ownfile.Dirs).
 func openOwn(path string, flag int) (*os.File, error) {
+	// Checked before the open creates anything: another user who may
+	// write a directory above could rename a trail of theirs into place.
+	if err := ownfile.Dirs(path); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 	// O_NOFOLLOW: another local user's symlink must not choose the file.
 	// O_RDWR and O_NONBLOCK: a FIFO planted there must not hold the open
 	// (it is refused below; a regular file ignores O_NONBLOCK).

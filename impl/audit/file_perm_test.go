@@ -29,7 +29,9 @@ func TestMain(m *testing.M) {
 // restart continues from), and, when the test runs as root, a file that
 // user made first in a shared sticky directory such as /tmp (they may
 // make it writable whenever they like; the attacker's part runs as uid
-// 65534, an empty file of mode 0644). The other refused files hold a
+// 65534, an empty file of mode 0644), and an owner-only file in a
+// directory others may write without the sticky bit (they could rename a
+// trail of theirs into place). The other refused files hold a
 // valid trail and a torn last line, which an open would cut; each is left
 // byte for byte as it was. Owner-only and group-readable files of this
 // user open (the controls).
@@ -53,11 +55,12 @@ func TestFileRefusesWhatOthersCouldWrite(t *testing.T) {
 		{"others may write", mode(0o602), true},
 		{"FIFO", fifo, true},
 		{"made first by another user", byNobody, true},
+		{"in a directory others may write", inSharedDir, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, which := range []string{"trail", "checkpoints"} {
 				dir := beneathtest.Dir(t)
-				if err := os.Chmod(dir, 0o1777); err != nil { // shared, as /tmp
+				if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil { // shared, as /tmp
 					t.Fatal(err)
 				}
 				path := filepath.Join(dir, "audit.jsonl")
@@ -119,6 +122,18 @@ func mode(perm os.FileMode) func(*testing.T, string, []byte) []byte {
 		}
 		return b
 	}
+}
+
+// inSharedDir writes b to an owner-only file at path and lets everyone
+// write its directory, without the sticky bit: another user could rename
+// a trail of theirs into place.
+func inSharedDir(t *testing.T, path string, b []byte) []byte {
+	t.Helper()
+	mode(0o600)(t, path, b)
+	if err := os.Chmod(filepath.Dir(path), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func fifo(t *testing.T, path string, _ []byte) []byte {

@@ -93,11 +93,12 @@ func checkPrincipal(p string) error {
 
 // ReadTokens reads the token file at path ([ParseTokens]). It must be a
 // regular file owned by this process's user (or root) that no one else
-// can read or write, as ssh asks of a private key: a token file others can
-// write lets them add a token of their own.
+// can read or write, as ssh asks of a private key, in directories of the
+// user's or root's that no one else may write (unless sticky): a token
+// file others can write, or replace, lets them add a token of their own.
 func ReadTokens(path string) (*Tokens, error) {
-	// Checked on the open file, so that it is the file read; a FIFO does
-	// not hold the open.
+	// Checked on the open file, so that it is the file read, and the
+	// directories above it; a FIFO does not hold the open.
 	f, err := ownfile.Open(path, ownfile.Options{Secret: true})
 	if errors.Is(err, ownfile.ErrInsecure) {
 		return nil, fmt.Errorf("%w: %w", ErrPermissions, err)

@@ -94,6 +94,40 @@ func TestReadTokensPermissions(t *testing.T) {
 	}
 }
 
+// An owner-only token file in a directory others may write (without the
+// sticky bit) is refused: they could rename a token file of theirs into
+// place. In a sticky one, as /tmp, it is read (the control).
+func TestReadTokensSharedDirectory(t *testing.T) {
+	for _, c := range []struct {
+		mode   os.FileMode
+		refuse bool
+	}{
+		{0o700, false},
+		{os.ModeSticky | 0o777, false},
+		{0o777, true},
+		{0o770, true},
+	} {
+		dir := filepath.Join(t.TempDir(), "d")
+		path := filepath.Join(dir, "tokens")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(bearer.Line(bearer.NewToken(), "alice")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, c.mode); err != nil {
+			t.Fatal(err)
+		}
+		tk, err := bearer.ReadTokens(path)
+		switch {
+		case c.refuse && (!errors.Is(err, bearer.ErrPermissions) || !strings.Contains(err.Error(), "may replace")):
+			t.Errorf("directory %v: ReadTokens = %v, want ErrPermissions saying who may replace it", c.mode, err)
+		case !c.refuse && (err != nil || tk.Len() != 1):
+			t.Errorf("directory %v: ReadTokens = %v", c.mode, err)
+		}
+	}
+}
+
 // TestGenerate: the token is written to a new 0600 file in a 0700
 // directory, verifies as the operator, and is removed by the cleanup; a
 // directory others can enter is refused.

@@ -53,9 +53,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
@@ -206,63 +204,12 @@ func Read(path string) ([][]byte, error) {
 // write. Permission problems wrap [ErrInsecure].
 func OpenSecret(path string) (*os.File, error) {
 	// The opened file itself is checked, not whatever the name points to
-	// later; a FIFO does not hold the open.
+	// later, and the directories above it; a FIFO does not hold the open.
 	f, err := ownfile.Open(path, ownfile.Options{Secret: true})
 	if errors.Is(err, ownfile.ErrInsecure) {
 		return nil, fmt.Errorf("%w: %w", ErrInsecure, err)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if err := safeDirs(path); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
-
-// owned refuses an entry owned by anyone but the user or root.
-func owned(path string, fi os.FileInfo) error {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fmt.Errorf("%w: cannot tell who owns %s", ErrInsecure, path)
-	}
-	if uid := uint32(os.Geteuid()); st.Uid != uid && st.Uid != 0 {
-		return fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d) or root", ErrInsecure, path, st.Uid, uid)
-	}
-	return nil
-}
-
-// safeDirs checks every directory above path, as given and resolved.
-func safeDirs(path string) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return err
-	}
-	for _, p := range []string{abs, real} {
-		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
-			fi, err := os.Stat(dir)
-			if err != nil {
-				return err
-			}
-			// Stops another user from replacing the file by renaming into
-			// a directory they may write (the sticky bit forbids it).
-			if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
-				return fmt.Errorf("%w: directory %s has permissions %04o: group or others may replace %s (chmod go-w %s)", ErrInsecure, dir, fi.Mode().Perm(), path, dir)
-			}
-			if err := owned(dir, fi); err != nil {
-				return err
-			}
-			if dir == filepath.Dir(dir) {
-				break
-			}
-		}
-	}
-	return nil
+	return f, err
 }
 
 // Create writes a new key file at path (mode 0600), holding one new key;

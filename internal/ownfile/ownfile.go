@@ -5,18 +5,21 @@
 //
 // What it guarantees: [Check] looks at the opened file (fstat), not at
 // its name, so the file checked is the file then read or written (the
-// one a symbolic link reaches, if the name is one); and [Open] does not
-// wait on a FIFO planted at the name.
+// one a symbolic link reaches, if the name is one); [Dirs] checks every
+// directory above a name, as given and with symbolic links resolved, so
+// that no other user can rename another file into its place; and [Open]
+// does both and does not wait on a FIFO planted at the name.
 //
-// What it does not: check the directories above the file. Whoever may
-// write one of them can rename another file into its place before the
-// next open (package keyfile checks those too, for key files).
+// What it does not: keep a file that passed from being changed later by
+// its owner or root, or notice a file changed after it was read; nor
+// check the directories of a name that [Check] alone was given.
 package ownfile
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -31,7 +34,8 @@ type Options struct {
 }
 
 // Open opens the file at path for reading and checks it (the file a
-// symbolic link reaches, if path is one). It does not wait on a FIFO.
+// symbolic link reaches, if path is one) and the directories above it
+// ([Check], [Dirs]). It does not wait on a FIFO.
 func Open(path string, opts Options) (*os.File, error) {
 	// O_NONBLOCK: a FIFO must not hold the open (Check refuses it; a
 	// regular file ignores the flag).
@@ -40,6 +44,10 @@ func Open(path string, opts Options) (*os.File, error) {
 		return nil, err
 	}
 	if err := Check(f, opts); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := Dirs(path); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -59,7 +67,7 @@ func Check(f *os.File, opts Options) error {
 	if opts.Secret {
 		mask = 0o077
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	st, _ := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case !fi.Mode().IsRegular():
 		// A FIFO, a device or a directory: a reader that hangs, or
@@ -73,12 +81,65 @@ func Check(f *os.File, opts Options) error {
 		}
 		return fmt.Errorf("%w: %s has permissions %04o: group or others may %s it (chmod %04o %s)",
 			ErrInsecure, f.Name(), fi.Mode().Perm(), what, fi.Mode().Perm()&^mask, f.Name())
-	case !ok:
-		return fmt.Errorf("%w: cannot tell who owns %s", ErrInsecure, f.Name())
-	case st.Uid != uint32(os.Geteuid()) && st.Uid != 0:
-		// Stops a file another user made first, in a directory both
-		// may write: its owner may change its mode whenever they like.
-		return fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d) or root", ErrInsecure, f.Name(), st.Uid, os.Geteuid())
+	}
+	// Stops a file another user made first, in a directory both may
+	// write: its owner may change its mode whenever they like.
+	return owned(f.Name(), st)
+}
+
+// Dirs refuses, wrapping [ErrInsecure], a name with a directory above it
+// (as given, or with symbolic links resolved) that group or others may
+// write without the sticky bit, or that is owned by someone other than
+// this process's user or root. A name not made yet has the directories of
+// its parent checked, so that a caller may check before it creates.
+func Dirs(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if errors.Is(err, os.ErrNotExist) {
+		if real, err = filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			real = filepath.Join(real, filepath.Base(abs))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{abs, real} {
+		for dir := filepath.Dir(p); ; dir = filepath.Dir(dir) {
+			fi, err := os.Stat(dir)
+			if err != nil {
+				return err
+			}
+			// Stops another user from replacing the file by renaming
+			// into a directory they may write (the sticky bit forbids
+			// renaming over another user's file).
+			if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+				return fmt.Errorf("%w: directory %s has permissions %04o: group or others may replace %s (chmod go-w %s)", ErrInsecure, dir, fi.Mode().Perm(), path, dir)
+			}
+			st, _ := fi.Sys().(*syscall.Stat_t)
+			// Stops a directory of another user's, who may rename
+			// anything in it whatever its mode.
+			if err := owned(dir, st); err != nil {
+				return err
+			}
+			if dir == filepath.Dir(dir) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// owned refuses the entry name unless st says this process's user or
+// root owns it.
+func owned(name string, st *syscall.Stat_t) error {
+	if st == nil {
+		return fmt.Errorf("%w: cannot tell who owns %s", ErrInsecure, name)
+	}
+	if uid := uint32(os.Geteuid()); st.Uid != uid && st.Uid != 0 {
+		return fmt.Errorf("%w: %s is owned by uid %d, not by this user (uid %d) or root", ErrInsecure, name, st.Uid, uid)
 	}
 	return nil
 }

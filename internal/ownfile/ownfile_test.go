@@ -50,10 +50,25 @@ func TestOpen(t *testing.T) {
 			}
 		}, ownfile.Options{}, "not a regular file"},
 		{"made by another user", true, nil, ownfile.Options{}, "owned by uid 65534"},
+		{"in a directory others may write", false, func(t *testing.T, p string) {
+			file(0o600)(t, p)
+			if err := os.Chmod(filepath.Dir(p), 0o777); err != nil { // not sticky
+				t.Fatal(err)
+			}
+		}, ownfile.Options{}, "may replace"},
+		{"in a directory of another user", false, func(t *testing.T, p string) {
+			file(0o600)(t, p)
+			if os.Geteuid() != 0 {
+				t.Skip("needs root to give the directory to another user (uid 65534)")
+			}
+			if err := os.Chown(filepath.Dir(p), 65534, 65534); err != nil {
+				t.Fatal(err)
+			}
+		}, ownfile.Options{}, "owned by uid 65534"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := beneathtest.Dir(t)
-			if err := os.Chmod(dir, 0o1777); err != nil { // shared, as /tmp
+			if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil { // shared, as /tmp
 				t.Fatal(err)
 			}
 			path := filepath.Join(dir, "f")
@@ -114,6 +129,81 @@ func TestOpenChecksWhatALinkReaches(t *testing.T) {
 		if c.refuse != errors.Is(err, ownfile.ErrInsecure) || !c.refuse && err != nil {
 			t.Errorf("a link to a file of mode %04o: err = %v", c.perm, err)
 		}
+	}
+}
+
+// TestDirs: the directories above a name, as given and as a symbolic link
+// resolves it, and above a name not made yet. The accepted rows are the
+// controls.
+func TestDirs(t *testing.T) {
+	dir := func(t *testing.T, mode os.FileMode) string {
+		d := filepath.Join(t.TempDir(), "d")
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	link := func(t *testing.T, from, to string) string {
+		p := filepath.Join(from, "link")
+		file(0o600)(t, filepath.Join(to, "f"))
+		if err := os.Symlink(filepath.Join(to, "f"), p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name   string
+		path   func(t *testing.T) string
+		refuse string // "" accepts
+	}{
+		{"private directory", func(t *testing.T) string {
+			p := filepath.Join(dir(t, 0o700), "f")
+			file(0o600)(t, p)
+			return p
+		}, ""},
+		{"sticky shared directory", func(t *testing.T) string {
+			p := filepath.Join(dir(t, os.ModeSticky|0o777), "f")
+			file(0o600)(t, p)
+			return p
+		}, ""},
+		{"not made yet, private directory", func(t *testing.T) string {
+			return filepath.Join(dir(t, 0o755), "new")
+		}, ""},
+		{"not made yet, group may write the directory", func(t *testing.T) string {
+			return filepath.Join(dir(t, 0o775), "new")
+		}, "may replace"},
+		{"others may write a directory further up", func(t *testing.T) string {
+			child := filepath.Join(dir(t, 0o757), "child")
+			if err := os.Mkdir(child, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(child, "new")
+		}, "may replace"},
+		{"link between private directories", func(t *testing.T) string {
+			return link(t, dir(t, 0o755), dir(t, 0o700))
+		}, ""},
+		{"link into a shared directory", func(t *testing.T) string {
+			return link(t, dir(t, 0o755), dir(t, 0o777))
+		}, "may replace"},
+		{"link in a shared directory", func(t *testing.T) string {
+			return link(t, dir(t, 0o777), dir(t, 0o755))
+		}, "may replace"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := ownfile.Dirs(c.path(t))
+			switch {
+			case c.refuse == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.refuse != "" && (!errors.Is(err, ownfile.ErrInsecure) || !strings.Contains(err.Error(), c.refuse)):
+				t.Fatalf("err = %v; want ErrInsecure saying %q", err, c.refuse)
+			}
+		})
+	}
+	if err := ownfile.Dirs(filepath.Join(t.TempDir(), "missing", "f")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing directory: err = %v, want ErrNotExist", err)
 	}
 }
 
