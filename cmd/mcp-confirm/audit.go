@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -19,6 +18,7 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger/storeurl"
 	"github.com/mcp-confirm/mcp-confirm/impl/proxy"
 	"github.com/mcp-confirm/mcp-confirm/internal/keyfile"
+	"github.com/mcp-confirm/mcp-confirm/internal/ownfile"
 	"github.com/mcp-confirm/mcp-confirm/internal/server"
 )
 
@@ -195,11 +195,17 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	var pub ed25519.PublicKey
 	if *pubFile != "" {
-		b, err := os.ReadFile(*pubFile)
+		// The public key is what the checkpoints are trusted by: one
+		// another local user could write, or rename into place, would
+		// let them sign a rewritten trail of theirs. A FIFO must not
+		// hold the verification.
+		f, err := ownfile.Open(*pubFile, ownfile.Options{})
 		if err != nil {
 			return fail(2, fmt.Errorf("--audit-pub: %w", err))
 		}
-		if pub, err = audit.ParsePublicKey(bytes.NewReader(b)); err != nil {
+		pub, err = audit.ParsePublicKey(f)
+		f.Close()
+		if err != nil {
 			return fail(2, fmt.Errorf("--audit-pub: %w", err))
 		}
 	}

@@ -155,6 +155,44 @@ func TestAuditNoSecrets(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "signed checkpoint at record 7: the whole trail") {
 		t.Fatalf("audit verify: %d\n%s%s", code, stdout, stderr)
 	}
+	// The same public key where another local user could write it or
+	// rename theirs into place (and so sign a rewritten trail), or a FIFO
+	// there: refused before anything is verified.
+	pub, err := os.ReadFile(pubFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, want string
+		plant      func(t *testing.T, path string)
+	}{
+		{"others may write it", "may write it", func(t *testing.T, p string) {
+			writeMode(t, p, pub, 0o666)
+		}},
+		{"in a directory others may write", "may replace", func(t *testing.T, p string) {
+			writeMode(t, p, pub, 0o644)
+			if err := os.Chmod(filepath.Dir(p), 0o777); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a FIFO", "not a regular file", func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run("public key "+c.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "keys", "audit.pub")
+			if err := os.Mkdir(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			c.plant(t, p)
+			code, stdout, stderr := runBinary(t, nil, "", "audit", "verify", "--audit-file", trail, "--audit-pub", p)
+			if code != 2 || !strings.Contains(stderr, "--audit-pub") || !strings.Contains(stderr, c.want) || strings.Contains(stdout, "checkpoint") {
+				t.Fatalf("audit verify: %d, want 2 saying %q\n%s%s", code, c.want, stdout, stderr)
+			}
+		})
+	}
 	// An edit of the second record, kept canonical, is named.
 	lines := bytes.SplitAfter(records, []byte("\n"))
 	r, _ := audit.Parse(bytes.TrimSuffix(lines[1], []byte("\n")))
@@ -357,6 +395,17 @@ func TestProxyAuditTrail(t *testing.T) {
 				t.Errorf("the proxy's trail holds %d questions (want %d), %d yes (want 1), %d outcomes:\n%s", questions, wantQuestions, accepted, outcomes, b)
 			}
 		})
+	}
+}
+
+// writeMode writes b to a new file at path with permissions perm.
+func writeMode(t *testing.T, path string, b []byte, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, perm); err != nil {
+		t.Fatal(err)
 	}
 }
 
