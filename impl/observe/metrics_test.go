@@ -2,6 +2,7 @@ package observe_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -106,8 +107,9 @@ func actServer(t *testing.T, setup confirm.Setup) (*mcp.Server, confirm.Parts) {
 // TestMetricsCount: a scripted run through a real go-sdk client, in both
 // protocol eras, provokes every counter and histogram the flow and the
 // boundary feed, and each reads exactly what the run did: questions,
-// in-band and approvers' approvals and declines, redemptions, a replay
-// answered from the record, expiries at the boundary (2026-07-28) and in
+// in-band and approvers' approvals and declines (a refused second
+// decision counting as none), redemptions, a replay
+// answered from the record (and a decline after it, which is none), expiries at the boundary (2026-07-28) and in
 // the ledger (an older-era answer after the TTL), an outcome in doubt,
 // boundary refusals by class, a cap refusal, decision and action times,
 // ledger operations per store, and the pending gauge (the store's count,
@@ -150,6 +152,10 @@ func TestMetricsCount(t *testing.T) {
 	if res, err := answer(p, state, mcptest.Yes()); err != nil || !strings.Contains(mcptest.Text(res), "earlier execution") {
 		t.Fatalf("replay: %v %s", err, mcptest.Describe(res))
 	}
+	// A decline sent after the approval was redeemed is no replay of it.
+	if res, err := answer(p, state, &mcp.ElicitResult{Action: "decline"}); err != nil {
+		t.Fatalf("decline after the approval: %v %s", err, mcptest.Describe(res))
+	}
 	// Declined.
 	p = call("done")
 	answer(p, ask(p), &mcp.ElicitResult{Action: "decline"})
@@ -187,6 +193,10 @@ func TestMetricsCount(t *testing.T) {
 		if _, err := parts.Ledger.Decide(ctx, c.ID, ledger.Approver{ID: "ann"}, approve); err != nil {
 			t.Fatal(err)
 		}
+		// Her second decision is refused, and counts as none.
+		if _, err := parts.Ledger.Decide(ctx, c.ID, ledger.Approver{ID: "ann"}, !approve); err == nil {
+			t.Fatal("a second decision by the same approver was taken")
+		}
 	}
 
 	g := tel.Gatherer()
@@ -198,7 +208,7 @@ func TestMetricsCount(t *testing.T) {
 		{"mcp_confirm_questions_total", nil, 7},
 		{"mcp_confirm_approvals_total", []string{"via", "in_band"}, 5},
 		{"mcp_confirm_approvals_total", []string{"via", "approver"}, 1},
-		{"mcp_confirm_declines_total", []string{"via", "in_band"}, 1},
+		{"mcp_confirm_declines_total", []string{"via", "in_band"}, 2},
 		{"mcp_confirm_declines_total", []string{"via", "approver"}, 1},
 		{"mcp_confirm_redemptions_total", nil, 3},
 		{"mcp_confirm_replays_total", []string{"state", "done"}, 1},
@@ -215,11 +225,11 @@ func TestMetricsCount(t *testing.T) {
 		{"mcp_confirm_action_seconds", []string{"outcome", "done"}, 1},
 		{"mcp_confirm_action_seconds", []string{"outcome", "failed"}, 1},
 		{"mcp_confirm_action_seconds", []string{"outcome", "unknown"}, 1},
-		// 7 questions and 2 issued for approvers; 6 in-band answers and 2
-		// approvers' decisions; 3 outcomes recorded.
+		// 7 questions and 2 issued for approvers; 7 in-band answers and 4
+		// approvers' decisions (2 refused); 3 outcomes recorded.
 		{"mcp_confirm_ledger_seconds", []string{"store", "memory", "op", "add"}, 9},
-		{"mcp_confirm_ledger_seconds", []string{"store", "memory", "op", "spend"}, 6},
-		{"mcp_confirm_ledger_seconds", []string{"store", "memory", "op", "decide"}, 2},
+		{"mcp_confirm_ledger_seconds", []string{"store", "memory", "op", "spend"}, 7},
+		{"mcp_confirm_ledger_seconds", []string{"store", "memory", "op", "decide"}, 4},
 		{"mcp_confirm_ledger_seconds", []string{"store", "memory", "op", "complete"}, 3},
 		// The forged one's question, and the approved one whose
 		// confirmation was never redeemed; not the expired one.
@@ -289,5 +299,48 @@ func TestCountSessions(t *testing.T) {
 	}
 	if _, ok := sample(t, tel.Gatherer(), "go_gc_heap_live_bytes"); !ok {
 		t.Fatal("no go_gc_heap_live_bytes")
+	}
+}
+
+// completeFails is a memory store that cannot record an outcome.
+type completeFails struct{ *ledger.Memory }
+
+func (completeFails) Complete(context.Context, ledger.ID, ledger.Outcome) error {
+	return errors.New("the store went away")
+}
+
+// TestMetricsInDoubtWhenNotRecorded: an approved action whose outcome the
+// store could not record is in doubt, and counted so, though the action
+// itself was done; with the outcome recorded (the control) nothing is.
+// Both protocol eras.
+func TestMetricsInDoubtWhenNotRecorded(t *testing.T) {
+	for _, era := range []string{mcptest.EraMRTR, mcptest.EraLegacy} {
+		for _, c := range []struct {
+			name  string
+			store ledger.Store
+			want  float64
+		}{
+			{"recorded", ledger.NewMemory(ledger.MemoryOptions{}), 0},
+			{"not recorded", completeFails{ledger.NewMemory(ledger.MemoryOptions{})}, 1},
+		} {
+			t.Run(era+"/"+c.name, func(t *testing.T) {
+				tel, err := observe.New(observe.Options{Metrics: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, _ := actServer(t, confirm.Setup{Keys: [][]byte{testKey}, Logger: discard, Store: c.store, Telemetry: tel})
+				cl := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Era: era, Answer: &mcptest.Answerer{Action: "accept", Confirm: true}})
+				if _, err := cl.CallTool(context.Background(), &mcp.CallToolParams{Name: "act", Arguments: map[string]any{"outcome": "done", "n": 1}}); err != nil {
+					t.Fatal(err)
+				}
+				g := tel.Gatherer()
+				if got, _ := sample(t, g, "mcp_confirm_in_doubt_total"); got != c.want {
+					t.Errorf("in doubt = %v, want %v", got, c.want)
+				}
+				if got, _ := sample(t, g, "mcp_confirm_action_seconds", "outcome", "done"); got != 1 {
+					t.Errorf("actions done = %v, want 1", got)
+				}
+			})
+		}
 	}
 }

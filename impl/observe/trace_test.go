@@ -539,3 +539,43 @@ func TestTraceRefusal(t *testing.T) {
 		t.Fatalf("a refused call has steps' spans:\n%s", otlptest.Tree(spans))
 	}
 }
+
+// TestTraceActOutcome: confirm.act carries the action's outcome, and an
+// action that failed or whose outcome is unknown is an error span; one
+// done is not (the control). Both protocol eras.
+func TestTraceActOutcome(t *testing.T) {
+	for _, era := range eras {
+		for _, outcome := range []string{"done", "failed", "unknown"} {
+			t.Run(era+"/"+outcome, func(t *testing.T) {
+				tp, rcv := exporting(t)
+				tel, err := observe.New(observe.Options{TracerProvider: tp})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, _ := actServer(t, confirm.Setup{Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel})
+				cl := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Era: era, Answer: &mcptest.Answerer{Action: "accept", Confirm: true}})
+				parent, traceID, _ := newTraceparent()
+				p := &mcp.CallToolParams{Name: "act", Arguments: map[string]any{"outcome": outcome, "n": 1}, Meta: mcp.Meta{observe.MetaTraceparent: parent}}
+				if _, err := cl.CallTool(context.Background(), p); err != nil {
+					t.Fatal(err)
+				}
+				if err := tp.ForceFlush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				var act []otlptest.Span
+				for _, sp := range rcv.Trace(traceID) {
+					if sp.Name == "confirm.act" {
+						act = append(act, sp)
+					}
+				}
+				wantStatus := "STATUS_CODE_ERROR"
+				if outcome == "done" {
+					wantStatus = "STATUS_CODE_UNSET"
+				}
+				if len(act) != 1 || act[0].Attrs["mcp_confirm.outcome"] != outcome || act[0].Status != wantStatus {
+					t.Fatalf("want one confirm.act, outcome %s, %s; the spans:\n%s", outcome, wantStatus, otlptest.Tree(rcv.Spans()))
+				}
+			})
+		}
+	}
+}
