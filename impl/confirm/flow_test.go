@@ -116,16 +116,23 @@ func resultText(res *mcp.CallToolResult) string {
 
 // An Act that cannot tell whether its action happened (a proxy that lost
 // the upstream's reply) wraps confirm.ErrOutcomeUnknown: the person is told
-// that it may or may not have happened, not that it failed.
+// that it may or may not have happened, not that it failed, and so is
+// every retry (the outcome is recorded in doubt, not as a failure).
 func TestActOutcomeUnknown(t *testing.T) {
 	fs := newFlowServer(t, ledger.NewMemory(ledger.MemoryOptions{}), ledger.Options{},
 		func(context.Context, int64) (*mcp.CallToolResult, error) {
 			return nil, fmt.Errorf("upstream: reply lost: %w", confirm.ErrOutcomeUnknown)
 		})
 	cs := fs.session(t)
-	res, err := approve(cs, "x", ask(t, cs, "x"))
+	state := ask(t, cs, "x")
+	res, err := approve(cs, "x", state)
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "may or may not have happened") {
 		t.Fatalf("want the in-doubt refusal, got %v %s", err, resultText(res))
+	}
+	// Recorded in doubt, not as a failure: a retry is told to check.
+	res, err = approve(cs, "x", state)
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "check before asking again") || strings.Contains(resultText(res), "earlier execution") {
+		t.Fatalf("retry: want the in-doubt answer, got %v %s", err, resultText(res))
 	}
 	// Any other error is a failure, and says so.
 	fs = newFlowServer(t, ledger.NewMemory(ledger.MemoryOptions{}), ledger.Options{},
@@ -139,7 +146,7 @@ func TestActOutcomeUnknown(t *testing.T) {
 
 // A result longer than the ledger keeps (Options.MaxResult) reaches the
 // call that acted whole; a retry is told its size and SHA-256, and that
-// nothing ran again.
+// nothing ran again, as an error when the action failed.
 func TestReplayOfLargeResult(t *testing.T) {
 	big := strings.Repeat("x", 300)
 	fs := newFlowServer(t, ledger.NewMemory(ledger.MemoryOptions{}), ledger.Options{MaxResult: 100},
@@ -165,6 +172,21 @@ func TestReplayOfLargeResult(t *testing.T) {
 	}
 	if n := fs.effects.Load(); n != 1 {
 		t.Fatalf("the action ran %d times", n)
+	}
+
+	// A large result of an action that failed: the retry says so too.
+	fs = newFlowServer(t, ledger.NewMemory(ledger.MemoryOptions{}), ledger.Options{MaxResult: 100},
+		func(context.Context, int64) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: big}}}, nil
+		})
+	cs = fs.session(t)
+	state = ask(t, cs, "x")
+	if res, err := approve(cs, "x", state); err != nil || !res.IsError {
+		t.Fatalf("the call that failed: %v %s", err, resultText(res))
+	}
+	res, err = approve(cs, "x", state)
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "too large to keep") {
+		t.Fatalf("retry of the failed action: %v %s, want an error naming the size", err, resultText(res))
 	}
 }
 
@@ -312,5 +334,64 @@ func TestRecordForAnotherAction(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// networkStore is a memory store whose Complete fails once its context is
+// done, as a Redis or PostgreSQL client's does.
+type networkStore struct{ *ledger.Memory }
+
+func (s networkStore) Complete(ctx context.Context, id ledger.ID, o ledger.Outcome) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.Memory.Complete(ctx, id, o)
+}
+
+// A client that hangs up while the action runs cancels the call's context,
+// but not the record of its outcome: the action finished, so a retry gets
+// its result from the record, not "in doubt", and nothing runs again.
+func TestOutcomeRecordedAfterHangUp(t *testing.T) {
+	started := make(chan struct{})
+	fs := newFlowServer(t, networkStore{ledger.NewMemory(ledger.MemoryOptions{})}, ledger.Options{},
+		func(ctx context.Context, _ int64) (*mcp.CallToolResult, error) {
+			close(started)
+			<-ctx.Done() // the client hung up; the action completes anyway
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "acted"}}}, nil
+		})
+	cs := fs.session(t)
+	state := ask(t, cs, "x")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{
+			Name:           "act",
+			Arguments:      map[string]any{"target": "x"},
+			InputResponses: mcp.InputResponseMap{confirm.InputID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}},
+			RequestState:   state,
+		})
+		done <- err
+	}()
+	<-started
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the hung-up call returned no error")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		res, err := approve(cs, "x", state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := resultText(res)
+		if strings.Contains(text, "being acted on right now") && time.Now().Before(deadline) {
+			continue // the action's goroutine has not recorded yet
+		}
+		if res.IsError || !strings.Contains(text, "earlier execution") || !strings.Contains(text, "acted") {
+			t.Fatalf("retry after the hang-up: %s; want the recorded result", text)
+		}
+		break
+	}
+	if n := fs.effects.Load(); n != 1 {
+		t.Fatalf("the action ran %d times", n)
 	}
 }

@@ -376,25 +376,29 @@ func ApproveDeclined(t *testing.T, f Factory) {
 			}
 			wantRecorded(t, l, id, ledger.Cancelled, true, "bob")
 		})
-		t.Run("withdrawn by the client", func(t *testing.T) {
-			d := oobDeployment(t, f, confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{opsGroup}}, transport)
-			fe := d.frontEnd(nil, 0)
-			ready(fe, "a")
-			l := d.pages.ledger(t, 0)
-			answer := &mcptest.Answerer{Action: "decline"}
-			res, err := call(d.oobSession(fe, era, transport, false, answer), fe, "a")
-			if err != nil || res == nil || res.IsError || !strings.Contains(mcptest.Text(res), withdrawn) {
-				t.Fatalf("a withdrawn request: want %q, got err=%v res=%s", withdrawn, err, mcptest.Describe(res))
-			}
-			if n := len(answer.URLs()); n != 1 {
-				t.Fatalf("the client was sent %d approval links, want 1", n)
-			}
-			id := linkID(t, answer.URLs()[0])
-			if _, err := l.Decide(context.Background(), id, approver("alice"), true); !errors.Is(err, ledger.ErrCancelled) {
-				t.Fatalf("an approval after the client withdrew: %v, want ErrCancelled", err)
-			}
-			wantEffects(t, fe, "a", 0)
-		})
+		// Anything but accept withdraws: decline, and cancel (the
+		// person dismissed the link).
+		for _, action := range []string{"decline", "cancel"} {
+			t.Run("withdrawn by the client: "+action, func(t *testing.T) {
+				d := oobDeployment(t, f, confirm.Approval{Mode: confirm.OutOfBand, Approvers: []string{opsGroup}}, transport)
+				fe := d.frontEnd(nil, 0)
+				ready(fe, "a")
+				l := d.pages.ledger(t, 0)
+				answer := &mcptest.Answerer{Action: action}
+				res, err := call(d.oobSession(fe, era, transport, false, answer), fe, "a")
+				if err != nil || res == nil || res.IsError || !strings.Contains(mcptest.Text(res), withdrawn) {
+					t.Fatalf("a withdrawn request: want %q, got err=%v res=%s", withdrawn, err, mcptest.Describe(res))
+				}
+				if n := len(answer.URLs()); n != 1 {
+					t.Fatalf("the client was sent %d approval links, want 1", n)
+				}
+				id := linkID(t, answer.URLs()[0])
+				if _, err := l.Decide(context.Background(), id, approver("alice"), true); !errors.Is(err, ledger.ErrCancelled) {
+					t.Fatalf("an approval after the client withdrew: %v, want ErrCancelled", err)
+				}
+				wantEffects(t, fe, "a", 0)
+			})
+		}
 	})
 }
 
