@@ -193,6 +193,28 @@ func TestAuditNoSecrets(t *testing.T) {
 			}
 		})
 	}
+	// A FIFO where verify reads the trail or more checkpoints is refused
+	// at once; it would hold the command until someone wrote to it.
+	pipe := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(pipe, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"trail", []string{"--audit-file", pipe, "--audit-pub", pubFile}, 1},
+		{"checkpoints", []string{"--audit-file", trail, "--audit-pub", pubFile, "--checkpoints", pipe}, 2},
+	} {
+		code, stdout, stderr := runBinary(t, nil, "", append([]string{"audit", "verify"}, c.args...)...)
+		if code != c.code || !strings.Contains(stderr, "not a regular file") || strings.Contains(stdout, "verified") {
+			t.Errorf("audit verify, a FIFO as the %s: %d, want %d saying it is not a regular file\n%s%s", c.name, code, c.code, stdout, stderr)
+		}
+	}
+	if code, stdout, stderr := runBinary(t, nil, "", "audit", "export", "--audit-file", pipe); code == 0 || !strings.Contains(stderr, "not a regular file") {
+		t.Errorf("audit export of a FIFO: %d\n%s%s", code, stdout, stderr)
+	}
 	// An edit of the second record, kept canonical, is named.
 	lines := bytes.SplitAfter(records, []byte("\n"))
 	r, _ := audit.Parse(bytes.TrimSuffix(lines[1], []byte("\n")))

@@ -283,7 +283,7 @@ func (t *File) Records(_ context.Context, from uint64) iter.Seq2[[]byte, error] 
 // off): it is left out.
 func FileRecords(path string, from uint64) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
-		b, err := os.ReadFile(path)
+		b, err := readRegular(path)
 		if err != nil {
 			yield(nil, fmt.Errorf("audit: %w", err))
 			return
@@ -299,6 +299,25 @@ func FileRecords(path string, from uint64) iter.Seq2[[]byte, error] {
 			}
 		}
 	}
+}
+
+// readRegular reads the regular file at path whole. A FIFO planted
+// where verify or export reads (the operator's command) would hold it
+// forever: it is opened without waiting for a writer and refused.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return io.ReadAll(f)
 }
 
 // CheckpointPath is where the checkpoints of the trail at path are kept.
@@ -336,7 +355,7 @@ func (t *File) Checkpoints(context.Context) ([]Checkpoint, error) {
 // ReadCheckpoints reads a file of checkpoints, one JSON line each; a file
 // that does not exist holds none.
 func ReadCheckpoints(path string) ([]Checkpoint, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -156,4 +157,55 @@ func byNobody(t *testing.T, path string, _ []byte) []byte {
 		t.Fatal(err)
 	}
 	return []byte{}
+}
+
+// TestReadersRefuseFIFO: FileRecords and ReadCheckpoints, which verify
+// and export run, refuse a FIFO planted where they read, at once (it would
+// hold the operator's command until someone wrote it); a regular file is
+// read, and no checkpoints file is none (the controls).
+func TestReadersRefuseFIFO(t *testing.T) {
+	within := func(t *testing.T, read func() error) error {
+		t.Helper()
+		done := make(chan error, 1)
+		go func() { done <- read() }()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("the read hung")
+			return nil
+		}
+	}
+	records := func(path string) func() error {
+		return func() error {
+			for _, err := range audit.FileRecords(path, 1) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	checkpoints := func(path string) func() error {
+		return func() error {
+			_, err := audit.ReadCheckpoints(path)
+			return err
+		}
+	}
+	dir := t.TempDir()
+	pipe := filepath.Join(dir, "fifo")
+	fifo(t, pipe, nil)
+	for name, read := range map[string]func() error{"records": records(pipe), "checkpoints": checkpoints(pipe)} {
+		if err := within(t, read); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s from a FIFO: %v, want refused as not a regular file", name, err)
+		}
+	}
+	regular := filepath.Join(dir, "trail")
+	mode(0o644)(t, regular, nil)
+	for name, read := range map[string]func() error{"records": records(regular), "checkpoints": checkpoints(regular),
+		"no checkpoints file": checkpoints(filepath.Join(dir, "none"))} {
+		if err := within(t, read); err != nil {
+			t.Errorf("control: %s: %v", name, err)
+		}
+	}
 }
