@@ -58,6 +58,9 @@ type fixtureOptions struct {
 	also   func(*http.ServeMux, *fixture)  // more of the front door
 	stores []ledger.Store                  // one per replica; default one in-memory store
 	tls    bool                            // serve https (httptest's certificate)
+	// issuerClient is the pages' client to the issuer (OIDC.HTTPClient);
+	// nil: the default.
+	issuerClient *http.Client
 	// passkeys lets approvers sign in with passkeys too; the page is then
 	// at http://localhost:PORT (WebAuthn refuses an IP address as the
 	// relying party's ID).
@@ -104,7 +107,7 @@ func newFixture(t *testing.T, o fixtureOptions) *fixture {
 		r.h, err = approve.New(ctx, approve.Options{
 			Ledger: r.ledger, PublicURL: public, Key: key, Now: o.now, Passkeys: pk,
 			OIDC: approve.OIDC{Issuer: f.issuer.URL, ClientID: approvetest.ClientID, ClientSecret: approvetest.ClientSecret,
-				GroupsClaim: "groups", Scopes: []string{"groups"}, AllowHTTPIssuer: true},
+				GroupsClaim: "groups", Scopes: []string{"groups"}, AllowHTTPIssuer: true, HTTPClient: o.issuerClient},
 		})
 		cancel()
 		if err != nil {

@@ -2,6 +2,9 @@ package approve_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
 	"net/http"
 	"os"
 	"strings"
@@ -161,5 +164,81 @@ func TestEnrolLinkRefused(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || link != ""):
 			t.Errorf("%s: %q, %v; want an error saying %q", tc.name, link, err, tc.want)
 		}
+	}
+}
+
+// TestPasskeyUserVerificationRequired: a passkey approves only with its
+// user verified (a PIN or a biometric; a touch alone is what anyone at an
+// unlocked device can give). The page asks for it at both ceremonies'
+// begin; an authenticator that cannot verify its user enrols nothing; a
+// passkey whose authenticator stops verifying signs no one in; a
+// ceremony on a link that is no approval link does not begin. With
+// verification on, the same link enrols and the passkey signs in (the
+// controls).
+func TestPasskeyUserVerificationRequired(t *testing.T) {
+	f := newFixture(t, fixtureOptions{passkeys: true})
+	q := deleteQuestion("/srv/reports/q4.pdf")
+	_, link := f.issue(t, ledger.Approval{Required: 1, Approvers: []string{"passkey:dave"}, Question: q})
+	enrol, err := approve.EnrolLink(f.key, f.public, approve.Holder{Name: "dave", NotCaller: true}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := func(u string) map[string]any {
+		t.Helper()
+		res := do(t, http.DefaultClient, http.MethodPost, u, http.Header{"Origin": {f.public}, "Content-Type": {"application/json"}}, strings.NewReader("{}"))
+		var opts struct {
+			PublicKey map[string]any `json:"publicKey"`
+		}
+		if res.status != http.StatusOK || json.Unmarshal([]byte(res.body), &opts) != nil {
+			t.Fatalf("POST %s: %d %s", u, res.status, res.body)
+		}
+		return opts.PublicKey
+	}
+	if sel, _ := begin(enrol + "/begin")["authenticatorSelection"].(map[string]any); sel["userVerification"] != "required" {
+		t.Errorf("enrolment asks for authenticatorSelection %v, want userVerification required", sel)
+	}
+	if uv := begin(link + "/passkey/begin")["userVerification"]; uv != "required" {
+		t.Errorf("sign-in asks for userVerification %v, want required", uv)
+	}
+	notALink := f.public + "/approve/" + strings.Repeat("A", 43) + "/passkey/begin"
+	res := do(t, http.DefaultClient, http.MethodPost, notALink, http.Header{"Origin": {f.public}, "Content-Type": {"application/json"}}, strings.NewReader("{}"))
+	expect(t, "a sign-in ceremony on no approval link", res, http.StatusNotFound, []string{"no such request"}, "challenge")
+
+	ctx := approvetest.Browser(t)
+	auth := authenticator(t, ctx)
+	verified := func(v bool) {
+		t.Helper()
+		if _, err := chromedp.Call(ctx, webauthn.SetUserVerified, webauthn.SetUserVerifiedParams{AuthenticatorID: auth, IsUserVerified: v}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verified(false)
+	approvetest.Do(t, ctx, chromedp.Navigate(enrol), chromedp.Click(chromedp.ID("passkey")))
+	if got := passkeyStatus(t, ctx); !strings.HasPrefix(got, "Failed") {
+		t.Errorf("enrolment without user verification: %q, want it refused", got)
+	}
+	if b, err := os.ReadFile(f.passkeys); len(b) != 0 || err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a passkey enrolled without user verification was kept: %q, %v", b, err)
+	}
+
+	verified(true)
+	approvetest.Do(t, ctx, chromedp.Navigate(enrol), chromedp.Click(chromedp.ID("passkey")))
+	if got := passkeyStatus(t, ctx); !strings.HasPrefix(got, "Passkey created") {
+		t.Fatalf("control: enrolment with user verification: %q", got)
+	}
+
+	verified(false)
+	approvetest.Do(t, ctx, chromedp.Navigate(link), chromedp.Click(chromedp.ID("passkey")))
+	if got := passkeyStatus(t, ctx); !strings.HasPrefix(got, "Failed") {
+		t.Errorf("sign-in without user verification: %q, want it refused", got)
+	}
+	if got := approvetest.Get(t, ctx, chromedp.Evaluate[bool](`document.getElementById("question") !== null`)); got {
+		t.Error("a sign-in without user verification was shown the question")
+	}
+
+	verified(true)
+	approvetest.Do(t, ctx, chromedp.Navigate(link), chromedp.Click(chromedp.ID("passkey")), chromedp.WaitVisible(chromedp.ID("question")))
+	if got := approvetest.Get(t, ctx, chromedp.Text(chromedp.ID("who"))); got != "«passkey:dave»" {
+		t.Errorf("control: signed in as %q, want «passkey:dave»", got)
 	}
 }

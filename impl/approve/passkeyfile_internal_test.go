@@ -4,8 +4,11 @@ package approve
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -159,5 +162,52 @@ func snapshot(t *testing.T, path string) string {
 			b.Write(data)
 		}
 		return b.String()
+	}
+}
+
+// TestPasskeysEnrolOnce: an enrolment link enrols one passkey, also when
+// its ceremony is finished at once through two replicas (two handles on
+// one file, each with its own lock) by several browsers: of every add of
+// one link's nonce, one is kept and the others are told the link was used.
+// A link of its own enrols beside it (the control).
+func TestPasskeysEnrolOnce(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "passkeys")
+	replicas := []*passkeys{{file: file}, {file: file}}
+	const rounds, browsers = 40, 8
+	for round := range rounds {
+		nonce := []byte(fmt.Sprintf("enrolment %05d", round))
+		errs := make([]error, browsers)
+		var start, wg sync.WaitGroup
+		start.Add(1)
+		for i := range browsers {
+			wg.Go(func() {
+				start.Wait()
+				errs[i] = replicas[i%2].add(passkey{Name: "dave", NotCaller: true, Handle: []byte{byte(i)}, Enrolment: nonce})
+			})
+		}
+		start.Done()
+		wg.Wait()
+		kept := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				kept++
+			case !errors.Is(err, errEnrolled):
+				t.Fatalf("round %d, browser %d: %v", round, i, err)
+			}
+		}
+		if kept != 1 {
+			t.Fatalf("round %d: one link enrolled %d passkeys", round, kept)
+		}
+	}
+	all, err := replicas[1].load()
+	if err != nil || len(all) != rounds {
+		t.Fatalf("the file holds %d passkeys, %v; want %d", len(all), err, rounds)
+	}
+	if used, err := replicas[0].used([]byte("enrolment 00000")); !used || err != nil {
+		t.Errorf("used = %v, %v for an enrolled link", used, err)
+	}
+	if used, err := replicas[0].used([]byte("never enrolled.")); used || err != nil {
+		t.Errorf("used = %v, %v for a link that enrolled nothing", used, err)
 	}
 }

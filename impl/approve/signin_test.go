@@ -1,12 +1,17 @@
 package approve_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/ledger"
 	"github.com/mcp-confirm/mcp-confirm/internal/approvetest"
@@ -119,4 +124,95 @@ func TestApproveSignInRefused(t *testing.T) {
 		t.Fatal("control: the untouched answer did not sign in")
 	}
 	expect(t, "the same answer twice", get(c, again.String()), http.StatusBadRequest, []string{"it was not started in this browser"})
+}
+
+// TestApproveSignInTokenOfAnotherSignIn: an ID token of another sign-in
+// (alice's, answered again by the issuer's token endpoint in mallory's
+// exchange; mallory's own code and PKCE verifier are right) is refused by
+// its nonce, and mallory's browser is signed in as no one: it neither
+// sees nor can decide alice's request. The same token signed alice in
+// (the control: it verifies, so the refusal is its nonce).
+func TestApproveSignInTokenOfAnotherSignIn(t *testing.T) {
+	sw := &tokenReplay{next: http.DefaultTransport}
+	f := newFixture(t, fixtureOptions{issuerClient: &http.Client{Transport: sw, Timeout: 10 * time.Second}})
+	_, link := f.issue(t, ledger.Approval{Required: 1, Approvers: []string{"sub:alice"}, Question: deleteQuestion(secret)})
+
+	alice := approvetest.HTTPClient(t)
+	approvetest.SignInHTTP(t, alice, link, "alice")
+	if got := do(t, alice, http.MethodGet, link, nil, nil); !strings.Contains(got.body, "secret-plan.xlsx") {
+		t.Fatalf("control: alice's own sign-in does not show her the request: %d %s", got.status, got.body)
+	}
+
+	sw.armed.Store(true)
+	mallory := approvetest.HTTPClient(t)
+	res, err := mallory.Get(link + "/signin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if !strings.HasPrefix(res.Request.URL.Path, "/interaction/") {
+		t.Fatalf("mallory's sign-in ended at %s, want the issuer's login form", res.Request.URL)
+	}
+	res, err = mallory.PostForm(res.Request.URL.String()+"/login", url.Values{"login": {"mallory"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if n := sw.replayed.Load(); n != 1 {
+		t.Fatalf("the issuer's answer was replaced %d times, want once", n)
+	}
+	expect(t, "alice's ID token in mallory's sign-in", response{status: res.StatusCode, body: string(body)},
+		http.StatusBadRequest, []string{"the ID token belongs to another sign-in"}, "Signed in.")
+	u, _ := url.Parse(f.public)
+	for _, ck := range mallory.Jar.Cookies(u) {
+		if ck.Name == f.h.CookieName() {
+			t.Errorf("mallory holds a session cookie after a refused sign-in")
+		}
+	}
+	got := do(t, mallory, http.MethodGet, link, nil, nil)
+	if strings.Contains(got.body, "secret-plan.xlsx") {
+		t.Errorf("mallory sees alice's request after a refused sign-in:\n%s", got.body)
+	}
+}
+
+// tokenReplay is the pages' transport to the issuer: it keeps the first
+// ID token the token endpoint answers with and, once armed, answers every
+// later exchange with that one in place of the new one (an ID token
+// injected into another sign-in).
+type tokenReplay struct {
+	next     http.RoundTripper
+	armed    atomic.Bool
+	first    atomic.Value // string
+	replayed atomic.Int64
+}
+
+func (s *tokenReplay) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := s.next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodPost || !strings.HasSuffix(req.URL.Path, "/token") {
+		return res, err
+	}
+	b, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var answer map[string]any
+	if err := json.Unmarshal(b, &answer); err != nil {
+		return nil, fmt.Errorf("the token endpoint's answer: %w", err)
+	}
+	if idt, ok := answer["id_token"].(string); ok {
+		if !s.first.CompareAndSwap(nil, idt) && s.armed.Load() {
+			answer["id_token"] = s.first.Load().(string)
+			s.replayed.Add(1)
+		}
+	}
+	if b, err = json.Marshal(answer); err != nil {
+		return nil, err
+	}
+	res.Body = io.NopCloser(bytes.NewReader(b))
+	res.ContentLength = int64(len(b))
+	res.Header.Del("Content-Length")
+	return res, nil
 }
