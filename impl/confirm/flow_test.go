@@ -144,6 +144,27 @@ func TestActOutcomeUnknown(t *testing.T) {
 	}
 }
 
+// An Act that returns neither a result nor an error acted: the call gets
+// an empty result (not an error, not a crash of the server), recorded as
+// done, and a retry gets it back, under the note that nothing ran again.
+func TestActNilResult(t *testing.T) {
+	fs := newFlowServer(t, ledger.NewMemory(ledger.MemoryOptions{}), ledger.Options{},
+		func(context.Context, int64) (*mcp.CallToolResult, error) { return nil, nil })
+	cs := fs.session(t)
+	state := ask(t, cs, "x")
+	res, err := approve(cs, "x", state)
+	if err != nil || res.IsError || res.NeedsInput() || len(res.Content) != 0 {
+		t.Fatalf("the approved call: %v %s, want an empty result", err, resultText(res))
+	}
+	res, err = approve(cs, "x", state)
+	if err != nil || res.IsError || len(res.Content) != 1 || !strings.Contains(resultText(res), "earlier execution. Nothing was run again.") {
+		t.Fatalf("its retry: %v %s, want the empty result under the replay's note", err, resultText(res))
+	}
+	if n := fs.effects.Load(); n != 1 {
+		t.Errorf("acted %d times, want once", n)
+	}
+}
+
 // A result longer than the ledger keeps (Options.MaxResult) reaches the
 // call that acted whole; a retry is told its size and SHA-256, and that
 // nothing ran again, as an error when the action failed.
