@@ -23,7 +23,9 @@
 //     written afresh on each. The relay answers initialize, ping and the
 //     protocol's session methods itself; methods outside the MCP
 //     specification are not forwarded (go-sdk does not decode them) and get
-//     "method not found". TestRelayPassThroughFeatures,
+//     "method not found". The upstream's own protocol _meta keys reach no
+//     client, on any method (TestRelayDropsUpstreamProtocolMeta).
+//     TestRelayPassThroughFeatures,
 //     TestRelayNotificationsAndSampling, TestRelayCancellation,
 //     TestRelayResourceUpdates, TestRelayUnknownMethod.
 //   - The right client. The upstream's elicitation, sampling and roots
@@ -45,11 +47,15 @@
 //     only for its own handlers; an older-era client gets an
 //     input_required result played in-process (its requests put to the
 //     client, the call made again with the answers, at most maxRounds
-//     rounds), as go-sdk's own shim does for its own tools.
-//     TestProxyResultTypeOnTheWire, TestProxyRelaysUpstreamQuestion.
+//     rounds; an input_required result that asks nothing is "busy, retry
+//     later"), as go-sdk's own shim does for its own tools.
+//     TestProxyResultTypeOnTheWire, TestProxyRelaysUpstreamQuestion,
+//     TestRelayRoundsBounded.
 //   - Sent once. A request is forwarded once and never retried; a
 //     connection the upstream ended is opened again for the next request.
-//     TestProxyLostReplyOutcomeUnknown.
+//     A request whose connection failed under it is told only "the
+//     upstream server did not answer", nothing of the failure's words.
+//     TestProxyLostReplyOutcomeUnknown, TestRelayUpstreamFailureSaysOnlyThat.
 //   - Definitions as fresh as asked. Each connection keeps the last
 //     complete list of tools it read. [Upstream.Tool] answers from it only
 //     as its [Freshness] allows: [Current] only if the upstream declared
@@ -64,10 +70,12 @@
 //     The go-sdk client's own tools/list cache hint is cleared before that
 //     cache sees it. TestProxyToolRedefinedAfterQuestion,
 //     TestProxyDefinitionReads, TestProxyListChangedRefreshes,
-//     TestProxyUnannouncedChangeRefused.
+//     TestProxyUnannouncedChangeRefused, TestRelayToolFreshness.
 //   - Bounded. At most Options.MaxSessions older-era sessions hold a
-//     connection of their own (for a command upstream, a process each).
-//     TestProxySessionCap.
+//     connection of their own (for a command upstream, a process each); a
+//     session refused because its connection could not be opened gives
+//     its place back. TestProxySessionCap,
+//     TestRelaySessionSlotFreedAfterFailedDial.
 //   - Private by default. A list or read result the upstream did not scope
 //     for caching is scoped "private": a shared cache must not serve one
 //     user's answer to another. TestProxyFilesystemServer.
@@ -80,7 +88,8 @@
 //     params) or dropped, and a result with a null input request (go-sdk
 //     v1.8.0's decoder dereferences both) becomes a JSON-RPC error before
 //     go-sdk decodes it, over stdio and streamable HTTP (JSON bodies and
-//     event streams). TestRelayUpstreamMissingParams,
+//     event streams; an event is held up to go-sdk's bound on one event,
+//     TestGuardEventsBound). TestRelayUpstreamMissingParams,
 //     TestRelayMalformedUpstreamResult; FuzzProxyMessages drives the proxy
 //     with random JSON-RPC from the client and the upstream.
 //   - Close ends what is in flight. Requests waiting on the upstream are
@@ -140,7 +149,8 @@
 // twice, and the answers to the relay's own calls are read by a scan of
 // the bytes the framing decoder validated (TestRelayAnswerMembers) and go
 // to their callers from the reading goroutine, guarded as above (TestLinesReadAsGoSDK: the same messages and the same failures as
-// go-sdk's IOTransport; TestLinesRelayAnswers). One difference: a batch of
+// go-sdk's IOTransport, the bound on a message's length included;
+// TestLinesRelayAnswers, TestLinesLimitPerAnswer). One difference: a batch of
 // requests from an upstream of the 2025-03-26 era is answered message by
 // message, not in one batch.
 package relay

@@ -69,6 +69,8 @@ func TestLinesReadAsGoSDK(t *testing.T) {
 		{"not JSON-RPC", `{"jsonrpc":"1.0","id":1,"method":"x"}` + "\n", 0},
 		{"result and error", `{"jsonrpc":"2.0","id":2,"result":{},"error":{"code":1,"message":"m"}}` + "\n", 0},
 		{"over the limit", req + "\n" + strings.Repeat(" ", 200) + req + "\n", 100},
+		{"each under the limit, together over it", strings.Repeat(req+"\n"+note+"\n", 4), 120},
+		{"over the default limit", req + "\n" + strings.Repeat(" ", 2*mcp.DefaultMaxLineLength) + req + "\n", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			theirs, theirFail := readAll(t, &mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(tt.in)), Writer: nopWriteCloser{}, MaxLineLength: tt.limit})
@@ -157,6 +159,29 @@ func TestLinesRelayAnswers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The limit on a message's length is per message also for the answers
+// the relay's callers take, which go-sdk never sees: answers together
+// longer than the limit, each shorter, are all taken, and go-sdk reads the
+// message after them.
+func TestLinesLimitPerAnswer(t *testing.T) {
+	const answer = `{"jsonrpc":"2.0","id":"mcp-confirm-relay-1","result":{"content":[]}}` + "\n"
+	in := strings.Repeat(answer, 5) + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"
+	c, err := ownLines(&mcp.IOTransport{Reader: io.NopCloser(strings.NewReader(in)), Writer: nopWriteCloser{}, MaxLineLength: 2 * len(answer)}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	taken := 0
+	c.(*lineConn).answer = func(string, *jsonrpc.Response) bool {
+		taken++
+		return true
+	}
+	m, err := c.Read(context.Background())
+	if n, ok := m.(*jsonrpc.Request); err != nil || !ok || n.Method != "notifications/initialized" || taken != 5 {
+		t.Fatalf("read %v, %v after %d answers taken; want the notification after 5", m, err, taken)
 	}
 }
 

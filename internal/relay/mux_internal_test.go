@@ -44,6 +44,8 @@ var decodeResultSeeds = []string{
 	`{"content":[{"type":"text","text":"first","text":"second"}]}`,
 	`{"content":[{"type":"text","text":"t"}],"isError":null}`,
 	`{"content":[{"type":"text","text":"t"}],"isError":true,"isError":false}`,
+	`{"content":[{"type":"text","text":"t"}],"isError":1}`,
+	`{"content":[{"type":"text","text":"t"}],"isError":"true"}`,
 	`{"content":[{"type":"text","text":"t"}],"requestState":null}`,
 	`{"content":[{"type":"text","text":"t"}],"_meta":{"k":"v"}}`,
 	`{"content":[{"type":"text","text":"t"}],"structuredContent":{"k":[1,{"a":"]"}]}}`,
