@@ -28,6 +28,17 @@ var accounts = map[string][]string{
 	"bob":     {"sales"},
 	"carol":   {"ops", "audit"},
 	"mallory": {},
+	"crowd":   crowd(300),
+}
+
+// crowd returns n groups, "ops" among them: too many for a session
+// cookie.
+func crowd(n int) []string {
+	g := []string{"ops"}
+	for i := 1; i < n; i++ {
+		g = append(g, fmt.Sprintf("department-%04d", i))
+	}
+	return g
 }
 
 // A fixture is the page of a front door on a loopback port, over an

@@ -16,9 +16,11 @@ import (
 
 // TestApproveOIDCOptionsRefused: New refuses an http:// issuer, whose ID
 // tokens anyone on the path (or a local user on its port) could make,
-// unless AllowHTTPIssuer says otherwise, and a sign-in with no client ID;
-// the same issuer with AllowHTTPIssuer and a client ID is accepted (the
-// control), so the refusals are not the issuer's answer.
+// unless AllowHTTPIssuer says otherwise, a sign-in with no client ID, and
+// a negative SessionTTL (sessions that end before they begin); the same
+// issuer with AllowHTTPIssuer and a client ID is accepted, with the
+// default SessionTTL or one of its own (the controls), so the refusals
+// are not the issuer's answer.
 func TestApproveOIDCOptionsRefused(t *testing.T) {
 	public := "http://127.0.0.1:1"
 	issuer := approvetest.StartIssuer(t, public+"/approve/callback", accounts)
@@ -30,16 +32,19 @@ func TestApproveOIDCOptionsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		name    string
-		oidc    approve.OIDC
-		refusal string // "": accepted
+		name       string
+		oidc       approve.OIDC
+		sessionTTL time.Duration
+		refusal    string // "": accepted
 	}{
-		{"http issuer", approve.OIDC{Issuer: issuer.URL, ClientID: approvetest.ClientID}, "AllowHTTPIssuer"},
-		{"no client ID", approve.OIDC{Issuer: issuer.URL, AllowHTTPIssuer: true}, "no client ID"},
-		{"control", approve.OIDC{Issuer: issuer.URL, ClientID: approvetest.ClientID, AllowHTTPIssuer: true}, ""},
+		{"http issuer", approve.OIDC{Issuer: issuer.URL, ClientID: approvetest.ClientID}, 0, "AllowHTTPIssuer"},
+		{"no client ID", approve.OIDC{Issuer: issuer.URL, AllowHTTPIssuer: true}, 0, "no client ID"},
+		{"negative SessionTTL", approve.OIDC{Issuer: issuer.URL, ClientID: approvetest.ClientID, AllowHTTPIssuer: true}, -time.Minute, "negative SessionTTL"},
+		{"control", approve.OIDC{Issuer: issuer.URL, ClientID: approvetest.ClientID, AllowHTTPIssuer: true}, 0, ""},
+		{"control: a SessionTTL", approve.OIDC{Issuer: issuer.URL, ClientID: approvetest.ClientID, AllowHTTPIssuer: true}, time.Hour, ""},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_, err := approve.New(ctx, approve.Options{Ledger: l, PublicURL: public, Key: make([]byte, approve.MinKeyLen), OIDC: c.oidc})
+		_, err := approve.New(ctx, approve.Options{Ledger: l, PublicURL: public, Key: make([]byte, approve.MinKeyLen), OIDC: c.oidc, SessionTTL: c.sessionTTL})
 		cancel()
 		if c.refusal == "" && err != nil || c.refusal != "" && (err == nil || !strings.Contains(err.Error(), c.refusal)) {
 			t.Errorf("%s: New: %v; want refused for %q", c.name, err, c.refusal)

@@ -145,36 +145,55 @@ func TestApproveSignInTokenOfAnotherSignIn(t *testing.T) {
 
 	sw.armed.Store(true)
 	mallory := approvetest.HTTPClient(t)
-	res, err := mallory.Get(link + "/signin")
+	res := signInRefused(t, f, mallory, link, "mallory")
+	if n := sw.replayed.Load(); n != 1 {
+		t.Fatalf("the issuer's answer was replaced %d times, want once", n)
+	}
+	expect(t, "alice's ID token in mallory's sign-in", res, http.StatusBadRequest, []string{"the ID token belongs to another sign-in"}, "Signed in.")
+}
+
+// TestApproveSessionTooLargeRefused: an approver whose groups would make
+// the session cookie larger than a browser keeps (which would drop it,
+// and the sign-in with it, without a word) is told so, and gets no
+// cookie. One with a few groups signs in (the control).
+func TestApproveSessionTooLargeRefused(t *testing.T) {
+	f := newFixture(t, fixtureOptions{})
+	_, link := f.issue(t, ledger.Approval{Required: 1, Approvers: []string{"group:ops"}, Question: deleteQuestion(secret)})
+	res := signInRefused(t, f, approvetest.HTTPClient(t), link, "crowd")
+	expect(t, "a session of 300 groups", res, http.StatusForbidden, []string{"too large for a cookie (too many groups)"}, "Signed in.")
+	f.signIn(t, link, "carol")
+}
+
+// signInRefused runs account's sign-in at link's page with c, which must
+// be refused: it returns the page the sign-in ends on, after checking
+// that c holds no session and is not shown the request.
+func signInRefused(t *testing.T, f *fixture, c *http.Client, link, account string) response {
+	t.Helper()
+	res, err := c.Get(link + "/signin")
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.Copy(io.Discard, res.Body)
 	res.Body.Close()
 	if !strings.HasPrefix(res.Request.URL.Path, "/interaction/") {
-		t.Fatalf("mallory's sign-in ended at %s, want the issuer's login form", res.Request.URL)
+		t.Fatalf("%s's sign-in ended at %s, want the issuer's login form", account, res.Request.URL)
 	}
-	res, err = mallory.PostForm(res.Request.URL.String()+"/login", url.Values{"login": {"mallory"}})
+	res, err = c.PostForm(res.Request.URL.String()+"/login", url.Values{"login": {account}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if n := sw.replayed.Load(); n != 1 {
-		t.Fatalf("the issuer's answer was replaced %d times, want once", n)
-	}
-	expect(t, "alice's ID token in mallory's sign-in", response{status: res.StatusCode, body: string(body)},
-		http.StatusBadRequest, []string{"the ID token belongs to another sign-in"}, "Signed in.")
 	u, _ := url.Parse(f.public)
-	for _, ck := range mallory.Jar.Cookies(u) {
+	for _, ck := range c.Jar.Cookies(u) {
 		if ck.Name == f.h.CookieName() {
-			t.Errorf("mallory holds a session cookie after a refused sign-in")
+			t.Errorf("%s holds a session cookie after a refused sign-in", account)
 		}
 	}
-	got := do(t, mallory, http.MethodGet, link, nil, nil)
-	if strings.Contains(got.body, "secret-plan.xlsx") {
-		t.Errorf("mallory sees alice's request after a refused sign-in:\n%s", got.body)
+	if got := do(t, c, http.MethodGet, link, nil, nil); strings.Contains(got.body, "secret-plan.xlsx") {
+		t.Errorf("%s is shown the request after a refused sign-in:\n%s", account, got.body)
 	}
+	return response{status: res.StatusCode, body: string(body)}
 }
 
 // tokenReplay is the pages' transport to the issuer: it keeps the first
