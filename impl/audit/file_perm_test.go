@@ -93,20 +93,26 @@ func TestFileRefusesWhatOthersCouldWrite(t *testing.T) {
 // a deadline (a FIFO must not hold either), and returns the first error.
 func openAndCheckpoint(t *testing.T, path string) error {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
+	return within(t, "OpenFile or AddCheckpoint", func() error {
 		f, err := audit.OpenFile(path, audit.FileOptions{})
 		if err == nil {
 			err = f.AddCheckpoint(context.Background(), audit.Checkpoint{})
 			f.Close()
 		}
-		done <- err
-	}()
+		return err
+	})
+}
+
+// within returns what f returns, and fails t if f takes more than 10 s.
+func within(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
 	select {
 	case err := <-done:
 		return err
 	case <-time.After(10 * time.Second):
-		t.Fatal("OpenFile or AddCheckpoint hung")
+		t.Fatal(what + " hung")
 		return nil
 	}
 }
@@ -164,18 +170,6 @@ func byNobody(t *testing.T, path string, _ []byte) []byte {
 // hold the operator's command until someone wrote it); a regular file is
 // read, and no checkpoints file is none (the controls).
 func TestReadersRefuseFIFO(t *testing.T) {
-	within := func(t *testing.T, read func() error) error {
-		t.Helper()
-		done := make(chan error, 1)
-		go func() { done <- read() }()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(10 * time.Second):
-			t.Fatal("the read hung")
-			return nil
-		}
-	}
 	records := func(path string) func() error {
 		return func() error {
 			for _, err := range audit.FileRecords(path, 1) {
@@ -196,7 +190,7 @@ func TestReadersRefuseFIFO(t *testing.T) {
 	pipe := filepath.Join(dir, "fifo")
 	fifo(t, pipe, nil)
 	for name, read := range map[string]func() error{"records": records(pipe), "checkpoints": checkpoints(pipe)} {
-		if err := within(t, read); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		if err := within(t, name, read); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 			t.Errorf("%s from a FIFO: %v, want refused as not a regular file", name, err)
 		}
 	}
@@ -204,7 +198,7 @@ func TestReadersRefuseFIFO(t *testing.T) {
 	mode(0o644)(t, regular, nil)
 	for name, read := range map[string]func() error{"records": records(regular), "checkpoints": checkpoints(regular),
 		"no checkpoints file": checkpoints(filepath.Join(dir, "none"))} {
-		if err := within(t, read); err != nil {
+		if err := within(t, name, read); err != nil {
 			t.Errorf("control: %s: %v", name, err)
 		}
 	}

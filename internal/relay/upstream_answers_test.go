@@ -15,6 +15,26 @@ import (
 	"github.com/mcp-confirm/mcp-confirm/internal/relay"
 )
 
+// answering is an older-era upstream written line by line: each request
+// goes to answer, which returns the lines to write back, or nil for the
+// default: initialize answered with mcptest.InitializeResult, anything
+// else "method not found". Notifications and responses are not answered.
+func answering(answer func(m mcptest.Incoming) [][]byte) func(context.Context) (mcp.Transport, error) {
+	return mcptest.Scripted(func(line []byte) [][]byte {
+		m, ok := mcptest.Decode(line)
+		if !ok || !m.IsRequest() {
+			return nil
+		}
+		if out := answer(m); out != nil {
+			return out
+		}
+		if m.Method == "initialize" {
+			return [][]byte{m.Result(mcptest.InitializeResult)}
+		}
+		return [][]byte{m.Error(jsonrpc.CodeMethodNotFound, "method not found")}
+	})
+}
+
 // upstreamMeta is the _meta an upstream puts on every result in
 // TestRelayDropsUpstreamProtocolMeta: a key of the protocol's own
 // namespace, which describes the upstream's hop, and one of its own.
@@ -25,13 +45,8 @@ const upstreamMeta = `"_meta":{"io.modelcontextprotocol/hop":"the upstream's","k
 // every method the relay forwards, in both eras; the upstream's other
 // keys pass through (the control).
 func TestRelayDropsUpstreamProtocolMeta(t *testing.T) {
-	connect := mcptest.Scripted(func(line []byte) [][]byte {
-		m, ok := mcptest.Decode(line)
-		if !ok || !m.IsRequest() {
-			return nil
-		}
+	connect := answering(func(m mcptest.Incoming) [][]byte {
 		result := map[string]string{
-			"initialize":               mcptest.InitializeResult,
 			"tools/list":               `{"tools":[{"name":"t","inputSchema":{"type":"object"}}],` + upstreamMeta + `}`,
 			"tools/call":               `{"content":[{"type":"text","text":"ok"}],` + upstreamMeta + `}`,
 			"prompts/list":             `{"prompts":[{"name":"p"}],` + upstreamMeta + `}`,
@@ -41,7 +56,7 @@ func TestRelayDropsUpstreamProtocolMeta(t *testing.T) {
 			"resources/read":           `{"contents":[],` + upstreamMeta + `}`,
 		}[m.Method]
 		if result == "" {
-			return [][]byte{m.Error(jsonrpc.CodeMethodNotFound, "method not found")}
+			return nil
 		}
 		return [][]byte{m.Result(result)}
 	})
@@ -107,21 +122,15 @@ func metaOf[R interface{ GetMeta() map[string]any }](r R, err error) (mcp.Meta, 
 // again for the next call, which the upstream answers (the control).
 func TestRelayUpstreamFailureSaysOnlyThat(t *testing.T) {
 	var calls atomic.Int32
-	connect := mcptest.Scripted(func(line []byte) [][]byte {
-		m, ok := mcptest.Decode(line)
-		if !ok || !m.IsRequest() {
-			return nil
-		}
+	connect := answering(func(m mcptest.Incoming) [][]byte {
 		switch m.Method {
-		case "initialize":
-			return [][]byte{m.Result(mcptest.InitializeResult)}
 		case "tools/call":
 			if calls.Add(1) == 1 {
 				return [][]byte{[]byte("secret-internal-detail: not JSON")}
 			}
 			return [][]byte{m.Result(`{"content":[{"type":"text","text":"answered"}]}`)}
 		}
-		return [][]byte{m.Error(jsonrpc.CodeMethodNotFound, "method not found")}
+		return nil
 	})
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
@@ -156,21 +165,15 @@ func TestRelayRoundsBounded(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var rounds atomic.Int32
-			connect := mcptest.Scripted(func(line []byte) [][]byte {
-				m, ok := mcptest.Decode(line)
-				if !ok || !m.IsRequest() {
-					return nil
-				}
+			connect := answering(func(m mcptest.Incoming) [][]byte {
 				switch m.Method {
-				case "initialize":
-					return [][]byte{m.Result(mcptest.InitializeResult)}
 				case "tools/list":
 					return [][]byte{m.Result(`{"tools":[{"name":"t","inputSchema":{"type":"object"}}]}`)}
 				case "tools/call":
 					rounds.Add(1)
 					return [][]byte{m.Result(c.result)}
 				}
-				return [][]byte{m.Error(jsonrpc.CodeMethodNotFound, "method not found")}
+				return nil
 			})
 			e := newEnv(t, nil, func(o *relay.Options) { o.Connect = connect })
 			answer := mcptest.Accept()
@@ -207,11 +210,7 @@ func TestRelayToolFreshness(t *testing.T) {
 			if announces {
 				caps = `{"tools":{"listChanged":true}}`
 			}
-			connect := mcptest.Scripted(func(line []byte) [][]byte {
-				m, ok := mcptest.Decode(line)
-				if !ok || !m.IsRequest() {
-					return nil
-				}
+			connect := answering(func(m mcptest.Incoming) [][]byte {
 				switch m.Method {
 				case "initialize":
 					return [][]byte{m.Result(`{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"serverInfo":{"name":"scripted","version":"1"}}`)}
@@ -223,7 +222,7 @@ func TestRelayToolFreshness(t *testing.T) {
 					}
 					return [][]byte{m.Result(`{"tools":[` + tools + `]}`)}
 				}
-				return [][]byte{m.Error(jsonrpc.CodeMethodNotFound, "method not found")}
+				return nil
 			})
 			e := newEnv(t, nil, func(o *relay.Options) { o.Connect = connect })
 			ctx := context.Background()
@@ -302,14 +301,8 @@ func TestRelaySessionSlotFreedAfterFailedDial(t *testing.T) {
 // announcement, and the cached list stays current.
 func TestRelayPageIsNotTheList(t *testing.T) {
 	var reads atomic.Int32
-	connect := mcptest.Scripted(func(line []byte) [][]byte {
-		m, ok := mcptest.Decode(line)
-		if !ok || !m.IsRequest() {
-			return nil
-		}
+	connect := answering(func(m mcptest.Incoming) [][]byte {
 		switch m.Method {
-		case "initialize":
-			return [][]byte{m.Result(mcptest.InitializeResult)}
 		case "tools/list":
 			reads.Add(1)
 			if strings.Contains(string(m.Params), `"cursor":"2"`) {
@@ -317,7 +310,7 @@ func TestRelayPageIsNotTheList(t *testing.T) {
 			}
 			return [][]byte{m.Result(`{"tools":[{"name":"a","inputSchema":{"type":"object"}}],"nextCursor":"2"}`)}
 		}
-		return [][]byte{m.Error(jsonrpc.CodeMethodNotFound, "method not found")}
+		return nil
 	})
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
