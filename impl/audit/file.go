@@ -301,22 +301,16 @@ func FileRecords(path string, from uint64) iter.Seq2[[]byte, error] {
 	}
 }
 
-// readRegular reads the regular file at path whole. A FIFO planted
-// where verify or export reads (the operator's command) would hold it
-// forever: it is opened without waiting for a writer and refused.
+// readRegular reads the regular file at path whole, whoever owns it (a
+// trail being verified may be a copy). A FIFO planted where verify or
+// export reads would hold the operator's command forever: it is opened
+// without waiting for a writer and refused.
 func readRegular(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := ownfile.OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
 	return io.ReadAll(f)
 }
 

@@ -7,8 +7,10 @@
 // its name, so the file checked is the file then read or written (the
 // one a symbolic link reaches, if the name is one); [Dirs] checks every
 // directory above a name, as given and with symbolic links resolved, so
-// that no other user can rename another file into its place; and [Open]
-// does both and does not wait on a FIFO planted at the name.
+// that no other user can rename another file into its place; [Open]
+// does both; and [OpenRegular], for a file that is read and checked
+// rather than trusted, refuses only what is not a regular file. Neither
+// open waits on a FIFO planted at the name.
 //
 // What it does not: keep a file that passed from being changed later by
 // its owner or root, or notice a file changed after it was read; nor
@@ -37,9 +39,7 @@ type Options struct {
 // symbolic link reaches, if path is one) and the directories above it
 // ([Check], [Dirs]). It does not wait on a FIFO.
 func Open(path string, opts Options) (*os.File, error) {
-	// O_NONBLOCK: a FIFO must not hold the open (Check refuses it; a
-	// regular file ignores the flag).
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := OpenRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +52,40 @@ func Open(path string, opts Options) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// OpenRegular opens the file at path for reading, whoever owns it, and
+// refuses it, wrapping [ErrInsecure], unless it is a regular file: for a
+// file whose contents are checked rather than trusted (an audit trail
+// being verified may be a copy another user made). It does not wait on a
+// FIFO.
+func OpenRegular(path string) (*os.File, error) {
+	// O_NONBLOCK: a FIFO planted at the name must not hold the open, and
+	// with it the command reading (a regular file ignores the flag).
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = regular(f.Name(), fi)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// regular refuses, wrapping [ErrInsecure], the entry name that fi does
+// not say is a regular file.
+func regular(name string, fi os.FileInfo) error {
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	// A FIFO, a device or a directory: a reader that hangs, or writes
+	// that nothing keeps.
+	return fmt.Errorf("%w: %s is not a regular file (%v)", ErrInsecure, name, fi.Mode().Type())
 }
 
 // Check refuses the opened file f, wrapping [ErrInsecure] with f's name
@@ -67,13 +101,10 @@ func Check(f *os.File, opts Options) error {
 	if opts.Secret {
 		mask = 0o077
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
-	switch {
-	case !fi.Mode().IsRegular():
-		// A FIFO, a device or a directory: a reader that hangs, or
-		// writes that nothing keeps.
-		return fmt.Errorf("%w: %s is not a regular file (%v)", ErrInsecure, f.Name(), fi.Mode().Type())
-	case fi.Mode().Perm()&mask != 0:
+	if err := regular(f.Name(), fi); err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&mask != 0 {
 		// Stops another user from rewriting (or reading) it.
 		what := "write"
 		if opts.Secret {
@@ -82,6 +113,7 @@ func Check(f *os.File, opts Options) error {
 		return fmt.Errorf("%w: %s has permissions %04o: group or others may %s it (chmod %04o %s)",
 			ErrInsecure, f.Name(), fi.Mode().Perm(), what, fi.Mode().Perm()&^mask, f.Name())
 	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
 	// Stops a file another user made first, in a directory both may
 	// write: its owner may change its mode whenever they like.
 	return owned(f.Name(), st)

@@ -219,3 +219,77 @@ func file(perm os.FileMode) func(*testing.T, string) {
 		}
 	}
 }
+
+// TestOpenRegular: it refuses only what is not a regular file, whoever
+// owns it and whatever its mode, and does not wait on a FIFO. The
+// accepted rows are the controls: a file another user made, or others
+// may write, is read (its contents are checked, not trusted).
+func TestOpenRegular(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		other  bool // made by another user
+		make   func(t *testing.T, path string)
+		refuse bool
+	}{
+		{"owner only", false, file(0o600), false},
+		{"others may write", false, file(0o666), false},
+		{"made by another user", true, nil, false},
+		{"FIFO", false, func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"directory", false, func(t *testing.T, p string) {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"link to a FIFO", false, func(t *testing.T, p string) {
+			if err := syscall.Mkfifo(p+".fifo", 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(p+".fifo", p); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := beneathtest.Dir(t)
+			if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil { // shared, as /tmp
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "f")
+			if c.other {
+				a := beneathtest.New(t)
+				if !a.Unprivileged() {
+					t.Skip("needs root to act as another user (uid 65534)")
+				}
+				if err := a.Do("create", path); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				c.make(t, path)
+			}
+			done := make(chan error, 1)
+			go func() {
+				f, err := ownfile.OpenRegular(path)
+				if err == nil {
+					f.Close()
+				}
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("OpenRegular hung")
+			}
+			switch {
+			case !c.refuse && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.refuse && (!errors.Is(err, ownfile.ErrInsecure) || !strings.Contains(err.Error(), "not a regular file")):
+				t.Fatalf("err = %v; want ErrInsecure saying it is not a regular file", err)
+			}
+		})
+	}
+}
