@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,6 +115,34 @@ func proxied(t *testing.T, setup confirm.Setup) frontEnd {
 		mu.Unlock()
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
 	})
+	url := serveProxy(t, setup, up)
+	var n int
+	return frontEnd{
+		url: url,
+		call: func() *mcp.CallToolParams {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			return &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprint("call ", n)}}
+		},
+		effects: func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(parents)
+		},
+		upstream: func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(parents)
+		},
+	}
+}
+
+// serveProxy runs impl/proxy with setup in front of the upstream up
+// (over an in-memory transport) and serves it over streamable HTTP at
+// the URL it returns.
+func serveProxy(t *testing.T, setup confirm.Setup, up *mcp.Server) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	p, err := proxy.New(ctx, proxy.Options{
@@ -135,26 +165,7 @@ func proxied(t *testing.T, setup confirm.Setup) frontEnd {
 	}
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
-	var n int
-	return frontEnd{
-		url: hs.URL,
-		call: func() *mcp.CallToolParams {
-			mu.Lock()
-			defer mu.Unlock()
-			n++
-			return &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": fmt.Sprint("call ", n)}}
-		},
-		effects: func() int {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(parents)
-		},
-		upstream: func() []string {
-			mu.Lock()
-			defer mu.Unlock()
-			return slices.Clone(parents)
-		},
-	}
+	return hs.URL
 }
 
 var frontEnds = []struct {
@@ -264,6 +275,9 @@ func checkTree(spans []otlptest.Span, traceID, clientSpan string, upstream []str
 		if fwd.ParentID != act.SpanID {
 			return fmt.Errorf("proxy.forward's parent is %s, want confirm.act %s", fwd.ParentID, act.SpanID)
 		}
+		if fwd.Status == "STATUS_CODE_ERROR" {
+			return fmt.Errorf("proxy.forward of a call that succeeded has status %s", fwd.Status)
+		}
 		if want := "00-" + traceID + "-" + fwd.SpanID + "-01"; len(upstream) != 1 || upstream[0] != want {
 			return fmt.Errorf("the upstream was told %q, want [%s]", upstream, want)
 		}
@@ -315,6 +329,50 @@ func TestTraceSpanTree(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestTraceForwardFailed: a call the upstream fails (a JSON-RPC error,
+// not a result) is a proxy.forward span with status error, in each era;
+// TestTraceSpanTree's checker is the control (a forward that succeeded is
+// not an error).
+func TestTraceForwardFailed(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			tp, rcv := exporting(t)
+			tel, err := observe.New(observe.Options{TracerProvider: tp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			up := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+			var calls atomic.Int32
+			up.AddTool(&mcp.Tool{Name: "fail", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				calls.Add(1)
+				return nil, errors.New("the upstream's disk is full")
+			})
+			url := serveProxy(t, confirm.Setup{Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel}, up)
+			cs := connect(t, frontEnd{url: url}, era, mcptest.Accept())
+			parent, traceID, _ := newTraceparent()
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "fail", Meta: mcp.Meta{observe.MetaTraceparent: parent}})
+			if err == nil && !res.IsError {
+				t.Fatalf("a failed call answered as a success: %s", mcptest.Describe(res))
+			}
+			if calls.Load() != 1 {
+				t.Fatalf("the upstream was called %d times, want once", calls.Load())
+			}
+			if err := tp.ForceFlush(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var fwd []otlptest.Span
+			for _, s := range rcv.Trace(traceID) {
+				if s.Name == "proxy.forward" {
+					fwd = append(fwd, s)
+				}
+			}
+			if len(fwd) != 1 || fwd[0].Status != "STATUS_CODE_ERROR" {
+				t.Fatalf("want one proxy.forward span with status error:\n%s", otlptest.Tree(rcv.Spans()))
+			}
+		})
 	}
 }
 
@@ -426,6 +484,58 @@ func TestTraceparentInvalid(t *testing.T) {
 				t.Fatalf("the new trace is not the call's tree: %v\n%s", err, otlptest.Tree(spans))
 			}
 		})
+	}
+}
+
+// TestTracestateBounded: a client's tracestate is carried on the call's
+// spans up to 8,192 bytes and dropped past it (W3C allows 32 members of
+// 256-byte values, more than that), the trace still continued: the bound
+// on what is parsed of a client's trace context. "vendor=1" and 31 full
+// members (8,090 bytes) are the controls.
+func TestTracestateBounded(t *testing.T) {
+	members := func(n int) string {
+		m := make([]string, n)
+		for i := range m {
+			m[i] = fmt.Sprintf("k%02d=%s", i, strings.Repeat("v", 256))
+		}
+		return strings.Join(m, ",")
+	}
+	for _, c := range []struct {
+		name, state string
+		kept        bool
+	}{
+		{"one member", "vendor=1", true},
+		{"31 members, 8090 bytes", members(31), true},
+		{"32 members, 8351 bytes", members(32), false},
+	} {
+		for _, era := range eras {
+			t.Run(c.name+"/"+era, func(t *testing.T) {
+				tp, rcv := exporting(t)
+				tel, err := observe.New(observe.Options{TracerProvider: tp})
+				if err != nil {
+					t.Fatal(err)
+				}
+				fe := referenceServer(t, confirm.Setup{Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel})
+				parent, traceID, _ := newTraceparent()
+				confirmedCall(t, fe, era, mcp.Meta{observe.MetaTraceparent: parent, observe.MetaTracestate: c.state})
+				if err := tp.ForceFlush(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				spans := rcv.Trace(traceID)
+				if len(spans) == 0 {
+					t.Fatalf("the trace was not continued:\n%s", otlptest.Tree(rcv.Spans()))
+				}
+				want := ""
+				if c.kept {
+					want = c.state
+				}
+				for _, s := range spans {
+					if s.TraceState != want {
+						t.Fatalf("span %s carries a tracestate of %d bytes, want %d", s.Name, len(s.TraceState), len(want))
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -29,6 +29,7 @@ type Span struct {
 	Kind                      string // as the protocol names it: SPAN_KIND_SERVER, …
 	Attrs                     map[string]string
 	Status                    string // STATUS_CODE_UNSET, _OK or _ERROR
+	TraceState                string // the W3C tracestate the span carries
 	Service                   string // the resource's service.name
 }
 
@@ -105,14 +106,15 @@ func decode(req *http.Request) ([]Span, error) {
 		for _, ss := range rs.ScopeSpans {
 			for _, s := range ss.Spans {
 				out = append(out, Span{
-					TraceID:  hex.EncodeToString(s.TraceId),
-					SpanID:   hex.EncodeToString(s.SpanId),
-					ParentID: hex.EncodeToString(s.ParentSpanId),
-					Name:     s.Name,
-					Kind:     s.Kind.String(),
-					Attrs:    attrs(s.Attributes),
-					Status:   s.GetStatus().GetCode().String(),
-					Service:  service,
+					TraceID:    hex.EncodeToString(s.TraceId),
+					SpanID:     hex.EncodeToString(s.SpanId),
+					ParentID:   hex.EncodeToString(s.ParentSpanId),
+					Name:       s.Name,
+					Kind:       s.Kind.String(),
+					Attrs:      attrs(s.Attributes),
+					Status:     s.GetStatus().GetCode().String(),
+					TraceState: s.TraceState,
+					Service:    service,
 				})
 			}
 		}
