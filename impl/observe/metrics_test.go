@@ -344,3 +344,68 @@ func TestMetricsInDoubtWhenNotRecorded(t *testing.T) {
 		}
 	}
 }
+
+// linkPage is an approval page whose links name the id.
+type linkPage struct{}
+
+func (linkPage) Link(id ledger.ID) string { return "https://approve.invalid/approve/" + id.String() }
+
+// TestMetricsOutOfBandYesNotInBand: a client that sends a yes to the
+// in-band question beside its answer to the approval page's link, for a
+// call only approvers approve, is not counted as an in-band approval —
+// the approver's decision is the one approval. With both required, the
+// yes was asked for and counts (the control).
+func TestMetricsOutOfBandYesNotInBand(t *testing.T) {
+	for _, c := range []struct {
+		mode   confirm.Mode
+		inBand float64
+	}{
+		{confirm.OutOfBand, 0},
+		{confirm.Both, 1},
+	} {
+		t.Run(c.mode.String(), func(t *testing.T) {
+			ctx := context.Background()
+			tel, err := observe.New(observe.Options{Metrics: true, Store: "memory"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, parts := actServer(t, confirm.Setup{
+				Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel,
+				Approval: confirm.Approval{Mode: c.mode, Approvers: []string{"sub:ann"}},
+				Page:     func(*ledger.Ledger) (confirm.Page, error) { return linkPage{}, nil },
+			})
+			cs := mcptest.Connect(t, s, nil, mcptest.ClientOptions{Manual: true, Answer: mcptest.Accept(), URL: true})
+			p := &mcp.CallToolParams{Name: "act", Arguments: map[string]any{"outcome": "done", "n": 1}}
+			res, err := cs.CallTool(ctx, p)
+			if err != nil || !res.NeedsInput() {
+				t.Fatalf("ask: %v %s", err, mcptest.Describe(res))
+			}
+			link, ok := res.InputRequests[confirm.ApproveInputID].(*mcp.ElicitParams)
+			if !ok {
+				t.Fatalf("no approval link: %s", mcptest.Describe(res))
+			}
+			id, err := ledger.ParseID(strings.TrimPrefix(link.URL, "https://approve.invalid/approve/"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := parts.Ledger.Decide(ctx, id, ledger.Approver{ID: "sub:ann"}, true); err != nil {
+				t.Fatal(err)
+			}
+			retry := *p
+			retry.RequestState = res.RequestState
+			retry.InputResponses = mcp.InputResponseMap{confirm.InputID: mcptest.Yes(), confirm.ApproveInputID: &mcp.ElicitResult{Action: "accept"}}
+			if res, err := cs.CallTool(ctx, &retry); err != nil || res.IsError || res.NeedsInput() {
+				t.Fatalf("approved call: %v %s", err, mcptest.Describe(res))
+			}
+			g := tel.Gatherer()
+			for _, via := range []struct {
+				label string
+				want  float64
+			}{{"in_band", c.inBand}, {"approver", 1}} {
+				if got, _ := sample(t, g, "mcp_confirm_approvals_total", "via", via.label); got != via.want {
+					t.Errorf("approvals via %s = %v, want %v", via.label, got, via.want)
+				}
+			}
+		})
+	}
+}
