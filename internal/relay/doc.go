@@ -64,13 +64,15 @@
 //     list before it is relayed downstream), and no read has caught it
 //     changing a tool without announcing it ([Relay.Unannounced]: every
 //     read, the relay's own and a downstream client's tools/list passing
-//     through, refreshes the list and is compared with it); otherwise, and
+//     through, refreshes the list and is compared with it; one that
+//     catches such a change empties every connection's list); otherwise, and
 //     for [Fresh] and [Upstream.Tools], it reads every page of the
 //     upstream's list.
 //     The go-sdk client's own tools/list cache hint is cleared before that
 //     cache sees it. TestProxyToolRedefinedAfterQuestion,
 //     TestProxyDefinitionReads, TestProxyListChangedRefreshes,
-//     TestProxyUnannouncedChangeRefused, TestRelayToolFreshness.
+//     TestProxyUnannouncedChangeRefused, TestRelayToolFreshness,
+//     TestRelayToolChangeForgetsEveryConnection.
 //   - Bounded. At most Options.MaxSessions older-era sessions hold a
 //     connection of their own (for a command upstream, a process each); a
 //     session refused because its connection could not be opened gives

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -373,5 +374,100 @@ func TestRelayReadsPastUpstreamTTL(t *testing.T) {
 	}
 	if n := lists.Load() - before; n != 6 {
 		t.Errorf("the upstream answered %d of 6 reads; the rest came from a cache", n)
+	}
+}
+
+// TestRelayToolChangeForgetsEveryConnection: a change to the upstream's
+// tools that one connection learns of — an announcement the upstream
+// sends on that connection only, or a read catching a change it did not
+// announce — empties every connection's cached list, so that none
+// answers a check from the definition before it. The shared connection
+// and an older-era session's own each cache a in its first version;
+// the change is learned on one, and the other must read a's second.
+func TestRelayToolChangeForgetsEveryConnection(t *testing.T) {
+	for _, announced := range []bool{true, false} {
+		t.Run(fmt.Sprintf("announced=%v", announced), func(t *testing.T) {
+			var version atomic.Int32
+			version.Store(1)
+			connect := answering(func(m mcptest.Incoming) [][]byte {
+				switch m.Method {
+				case "initialize":
+					return [][]byte{m.Result(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"scripted","version":"1"}}`)}
+				case "tools/list":
+					return [][]byte{m.Result(fmt.Sprintf(`{"tools":[{"name":"a","description":"v%d","inputSchema":{"type":"object"}},{"name":"change","inputSchema":{"type":"object"}}]}`, version.Load()))}
+				case "tools/call":
+					// The change, announced on this connection only (or on
+					// none).
+					version.Store(2)
+					out := [][]byte{m.Result(`{"content":[{"type":"text","text":"changed"}]}`)}
+					if announced {
+						out = append([][]byte{[]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)}, out...)
+					}
+					return out
+				}
+				return nil
+			})
+			e := newEnv(t, nil, func(o *relay.Options) { o.Connect = connect })
+			ctx := context.Background()
+			ct, st := mcp.NewInMemoryTransports()
+			ss, err := e.relay.Server().Connect(ctx, st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			heard := make(chan struct{}, 1)
+			client := mcp.NewClient(&mcp.Implementation{Name: "own", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: mcptest.Accept().Handle, // an older-era session of its own upstream connection
+				ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+					select {
+					case heard <- struct{}{}:
+					default:
+					}
+				},
+			})
+			cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: eraLegacy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+			shared, err := e.relay.Upstream(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			own, err := e.relay.Upstream(ctx, ss)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if own == shared {
+				t.Fatal("the session has no upstream connection of its own")
+			}
+			for _, up := range []relay.Upstream{shared, own} {
+				if def, err := up.Tool(ctx, "a", relay.Current); err != nil || def == nil || def.Description != "v1" {
+					t.Fatalf("Tool(a): %v, %v", def, err)
+				}
+			}
+			// The change, through the session's own connection.
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "change", Arguments: map[string]any{}})
+			wantResult(t, res, err, "changed")
+			learned, other := own, shared
+			if announced {
+				select {
+				case <-heard:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the announcement did not reach the client")
+				}
+			} else {
+				// Not announced: the shared connection's read catches it.
+				learned, other = shared, own
+				if def, err := learned.Tool(ctx, "a", relay.Fresh); err != nil || def == nil || def.Description != "v2" {
+					t.Fatalf("Tool(a, Fresh): %v, %v", def, err)
+				}
+				if !e.relay.Unannounced() {
+					t.Fatal("the unannounced change was not caught")
+				}
+			}
+			if def, err := other.Tool(ctx, "a", relay.Cached); err != nil || def == nil || def.Description != "v2" {
+				t.Fatalf("the other connection's Tool(a, Cached) = %v, %v; want the second version", def, err)
+			}
+		})
 	}
 }
