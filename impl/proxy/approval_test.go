@@ -77,6 +77,16 @@ approvers = ["group:admins"]
 	if !p.OutOfBand() {
 		t.Error("OutOfBand() = false for a policy with approval tables")
 	}
+	if p, _ := proxy.ParsePolicy(strings.NewReader("[[approval]]\ntools = [\"move_*\"]\nmode = \"both\"\napprovers = [\"sub:bob\"]")); !p.OutOfBand() {
+		t.Error("OutOfBand() = false for a policy with one approval table")
+	}
+	// The policy is immutable: changing the approvers it returned
+	// changes nothing it returns next.
+	a, _ := p.Approval("delete_file")
+	a.Approvers[0] = "sub:mallory"
+	if a, _ := p.Approval("delete_file"); !slices.Equal(a.Approvers, fourEyes.Approvers) {
+		t.Errorf("after the caller changed a returned approval, Approval(delete_file) = %+v", a)
+	}
 	if p, _ := proxy.ParsePolicy(strings.NewReader(`ask = ["*"]`)); p.OutOfBand() {
 		t.Error("OutOfBand() = true for a policy without approval tables")
 	}
@@ -90,6 +100,7 @@ func TestPolicyApprovalErrors(t *testing.T) {
 		{"mode = \"out-of-band\"\napprovers = [\"group:ops\"]", "tools is empty"},
 		{"tools = []\nmode = \"out-of-band\"\napprovers = [\"group:ops\"]", "tools is empty"},
 		{"tools = [\"[x\"]\nmode = \"out-of-band\"\napprovers = [\"group:ops\"]", "bad glob"},
+		{"tools = [\"delete\", \"\"]\nmode = \"out-of-band\"\napprovers = [\"group:ops\"]", "tools[1] is empty"},
 		{"tools = [\"delete\"]\napprovers = [\"group:ops\"]", `mode = ""`},
 		{"tools = [\"delete\"]\nmode = \"in-band\"\napprovers = [\"group:ops\"]", `mode = "in-band"`},
 		{"tools = [\"delete\"]\nmode = \"out_of_band\"\napprovers = [\"group:ops\"]", `mode = "out_of_band"`},

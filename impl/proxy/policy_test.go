@@ -84,6 +84,11 @@ func TestPolicyErrors(t *testing.T) {
 		{`allow = ["[z-a]"]`, "reversed"},
 		{`allow = ["[ab"]`, "without its ]"},
 		{"allow = [\"github/*\"]\n[questions]\n\"github/x\" = \"Do {path}?\"", "naming rule"},
+		{`allow = ["[-a]"]`, "must be escaped"},
+		{"[questions]\nwrite = \"Write {" + strings.Repeat("p", 65) + "}\"", "a placeholder is an argument name"},
+		// Named exactly, a name outside the naming rule is decided as any
+		// other: its deny is what keeps the question out.
+		{"deny = [\"git hub\"]\n[questions]\n\"git hub\" = \"Do it?\"", "the tool is denied, so it is never asked"},
 	} {
 		_, err := proxy.ParsePolicy(strings.NewReader(tc.policy))
 		if err == nil {
