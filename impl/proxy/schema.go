@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-confirm/mcp-confirm/impl/confirm"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
+	"github.com/mcp-confirm/mcp-confirm/internal/schemabound"
 )
 
 // Why github.com/google/jsonschema-go: it is the validator go-sdk itself
@@ -124,6 +125,9 @@ func compileSchema(def *mcp.Tool) compiledSchema {
 			name, prompt.Value(schema.Schema, prompt.Options{MaxWidth: 80}))}
 	}
 	resolved, err := schema.Resolve(nil)
+	if err == nil {
+		err = schemabound.Check(schema)
+	}
 	if err != nil {
 		return compiledSchema{refusal: confirm.Refuse("The upstream's input schema for %s cannot be used to check the arguments (%s), so the call was refused. Nothing was asked or sent.",
 			name, prompt.Value(err.Error(), prompt.Options{MaxWidth: 160}))}

@@ -252,3 +252,44 @@ func TestProxyInexactNumberRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestProxySchemaLoopRefused: an upstream whose tool's input schema
+// applies its own subschemas to one value in a loop (jsonschema-go's
+// validator recursed until the Go runtime ended the whole proxy for a
+// stack overflow, no recover possible) has every call of that tool
+// refused before anything is asked, issued or sent, in both eras, and the
+// proxy goes on serving: a call of another tool is asked and runs (the
+// control).
+func TestProxySchemaLoopRefused(t *testing.T) {
+	loop := map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/a"}},
+		"$defs": map[string]any{
+			"a": map[string]any{"$ref": "#/$defs/b"},
+			"b": map[string]any{"anyOf": []any{map[string]any{"type": "string"}, map[string]any{"$ref": "#/$defs/a"}}},
+		},
+	}
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			u := newUpstream(t, eraMRTR)
+			looped := rawTool(u, "looped", loop)
+			plain := rawTool(u, "plain", map[string]any{"type": "object"})
+			e := newEnv(t, envOptions{up: u})
+			a := mcptest.Accept()
+			cs := e.connect(clientOptions{era: era, answer: a})
+			for _, args := range []string{`{"x":1}`, `{"x":"s"}`, `{}`} {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "looped", Arguments: json.RawMessage(args)})
+				mcptest.WantToolRefusal(t, res, err, "cannot be used to check the arguments")
+				mcptest.WantToolRefusal(t, res, err, "loop")
+			}
+			if len(a.Questions()) != 0 || e.issued() != 0 || len(looped()) != 0 {
+				t.Fatalf("asked %d, issued %d, forwarded %d; want none", len(a.Questions()), e.issued(), len(looped()))
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "plain", Arguments: json.RawMessage(`{}`)})
+			wantResult(t, res, err, "ran")
+			if len(a.Questions()) != 1 || len(plain()) != 1 {
+				t.Fatalf("control: asked %d, ran %d times, want once each", len(a.Questions()), len(plain()))
+			}
+		})
+	}
+}

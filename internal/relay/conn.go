@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/mcp-confirm/mcp-confirm/internal/schemabound"
 )
 
 // metaPrefix is the _meta namespace the protocol reserves for itself
@@ -109,6 +110,9 @@ func (r *Relay) dial(ctx context.Context, down *mcp.ServerSession, caps *mcp.Cli
 	}
 	if copts.Capabilities.Elicitation != nil {
 		copts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if err := checkQuestion(req.Params); err != nil {
+				return nil, err
+			}
 			rctx, cancel := c.relayContext(ctx)
 			defer cancel()
 			return down.Elicit(rctx, req.Params)
@@ -398,3 +402,22 @@ func (c *conn) unsubscribe(ctx context.Context, params *mcp.UnsubscribeParams) e
 // unsubscribeTimeout bounds an unsubscribe sent upstream after the
 // downstream request that caused it has ended.
 const unsubscribeTimeout = 10 * time.Second
+
+// errQuestionSchema is what an upstream is told of a question whose
+// requested schema the relay will not put to a client, and, for an input
+// request the relay plays itself, what the client's call fails with. It
+// names nothing of the schema: the upstream wrote it.
+var errQuestionSchema = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the proxy does not relay a question whose requested schema cannot be validated in bounded work"}
+
+// checkQuestion refuses an upstream's question whose requested schema
+// go-sdk could not validate an answer against: it validates an accepted
+// answer on the downstream session and on the upstream client, and a
+// schema that applies itself to the answer in a loop would end the
+// relay's process for a stack overflow. Attack stopped: an upstream
+// stopping the proxy (every client's) with one question.
+func checkQuestion(p *mcp.ElicitParams) error {
+	if p != nil && schemabound.CheckWire(p.RequestedSchema) != nil {
+		return errQuestionSchema
+	}
+	return nil
+}

@@ -78,6 +78,12 @@
 //     session refused because its connection could not be opened gives
 //     its place back. TestProxySessionCap,
 //     TestRelaySessionSlotFreedAfterFailedDial.
+//   - Questions it can check. An upstream's question (elicitation/create,
+//     or an input request it plays for an older-era client) whose
+//     requested schema go-sdk could not validate an answer against (see
+//     internal/schemabound: a loop would end the process for a stack
+//     overflow) is refused, and the client is never asked.
+//     TestRelayUpstreamQuestionSchemaLoopRefused.
 //   - Private by default. A list or read result the upstream did not scope
 //     for caching is scoped "private": a shared cache must not serve one
 //     user's answer to another. TestProxyFilesystemServer.

@@ -170,7 +170,9 @@ func fulfill(ctx context.Context, ss *mcp.ServerSession, reqs mcp.InputRequestMa
 		)
 		switch q := reqs[id].(type) {
 		case *mcp.ElicitParams:
-			r, err = ss.Elicit(ctx, q)
+			if err = checkQuestion(q); err == nil {
+				r, err = ss.Elicit(ctx, q)
+			}
 		//lint:ignore SA1019 an upstream's sampling input request (deprecated by SEP-2577) is put to an older-era client in-process
 		case *mcp.CreateMessageParams:
 			//lint:ignore SA1019 an upstream's sampling input request (deprecated by SEP-2577) is put to an older-era client in-process

@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -469,5 +470,143 @@ func TestRelayToolChangeForgetsEveryConnection(t *testing.T) {
 				t.Fatalf("the other connection's Tool(a, Cached) = %v, %v; want the second version", def, err)
 			}
 		})
+	}
+}
+
+// rawClient is an older-era client written message by message over an
+// in-memory transport to the relay, which declares elicitation and answers
+// every question with accept and an empty content (as a client that does
+// not validate the answer against the schema sends it), counting them.
+type rawClient struct {
+	t     *testing.T
+	conn  mcp.Connection
+	asked int
+}
+
+func newRawClient(t *testing.T, e *env) *rawClient {
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.relay.Server().Connect(context.Background(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c := &rawClient{t: t, conn: conn}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if _, ok := c.read().(*jsonrpc.Response); !ok {
+		t.Fatal("no answer to initialize")
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c
+}
+
+func (c *rawClient) send(raw string) {
+	c.t.Helper()
+	msg, err := jsonrpc.DecodeMessage([]byte(raw))
+	if err == nil {
+		err = c.conn.Write(context.Background(), msg)
+	}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *rawClient) read() jsonrpc.Message {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := c.conn.Read(ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return m
+}
+
+// call calls the tool and returns its answer's raw result or error,
+// answering the questions put on the way.
+func (c *rawClient) call(id int, tool string) string {
+	c.t.Helper()
+	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, tool))
+	for {
+		switch m := c.read().(type) {
+		case *jsonrpc.Request:
+			if m.Method == "elicitation/create" {
+				c.asked++
+				b, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: m.ID, Result: json.RawMessage(`{"action":"accept","content":{}}`)})
+				if err != nil {
+					c.t.Fatal(err)
+				}
+				c.send(string(b))
+			}
+		case *jsonrpc.Response:
+			if m.Error != nil {
+				return m.Error.Error()
+			}
+			return string(m.Result)
+		}
+	}
+}
+
+// TestRelayUpstreamQuestionSchemaLoopRefused: an upstream's question
+// (elicitation/create during a call) whose requested schema applies
+// itself to the answer in a loop is refused to the upstream before the
+// client is asked. go-sdk validates an accepted answer against it, on the
+// relay's downstream session and on its upstream client, and
+// jsonschema-go's validator recursed until the Go runtime ended the
+// whole relay for a stack overflow (no recover stops one). The client is
+// never asked, the upstream is told no (or, for the same question in an
+// input_required result, which the relay puts to an older-era client
+// itself, the call fails saying why), and the relay serves the next call, whose
+// question has a flat schema and is put to the client (the control).
+func TestRelayUpstreamQuestionSchemaLoopRefused(t *testing.T) {
+	const looped = `{"type":"object","allOf":[{"$ref":"#"}]}`
+	const flat = `{"type":"object","properties":{"ok":{"type":"boolean"}}}`
+	var (
+		call    json.RawMessage // the tools/call waiting for its question's answer
+		refused atomic.Int32    // questions the upstream was told no to
+	)
+	connect := mcptest.Scripted(func(line []byte) [][]byte {
+		m, ok := mcptest.Decode(line)
+		switch {
+		case !ok:
+			return nil
+		case m.Method == "initialize":
+			return [][]byte{m.Result(mcptest.InitializeResult)}
+		case m.Method == "tools/call" && strings.Contains(string(m.Params), `"mrtr"`):
+			if strings.Contains(string(m.Params), `"inputResponses"`) {
+				return [][]byte{m.Result(`{"content":[{"type":"text","text":"answered"}]}`)}
+			}
+			return [][]byte{m.Result(`{"inputRequests":{"q":{"method":"elicitation/create","params":{"message":"Sure?","requestedSchema":` + looped + `}}},"requestState":"s"}`)}
+		case m.Method == "tools/call":
+			call = m.ID
+			schema := flat
+			if strings.Contains(string(m.Params), `"looped"`) {
+				schema = looped
+			}
+			return [][]byte{[]byte(`{"jsonrpc":"2.0","id":"q","method":"elicitation/create","params":{"message":"Sure?","requestedSchema":` + schema + `}}`)}
+		case string(m.ID) == `"q"` && m.Method == "":
+			if strings.Contains(string(line), `"error"`) {
+				refused.Add(1)
+			}
+			return [][]byte{mcptest.Incoming{ID: call}.Result(`{"content":[{"type":"text","text":"answered"}]}`)}
+		case m.IsRequest():
+			return [][]byte{m.Error(jsonrpc.CodeMethodNotFound, "method not found")}
+		}
+		return nil
+	})
+	e := newEnv(t, nil, func(o *relay.Options) { o.Connect = connect })
+	c := newRawClient(t, e)
+	if got := c.call(2, "looped"); !strings.Contains(got, "answered") || c.asked != 0 || refused.Load() != 1 {
+		t.Fatalf("the looping question: %s; the client asked %d times, the upstream refused %d times; want 0 and 1", got, c.asked, refused.Load())
+	}
+	// The same question in an input_required result, which the relay
+	// puts to an older-era client itself: the call fails, unasked.
+	if got := c.call(4, "mrtr"); !strings.Contains(got, "cannot be validated in bounded work") || c.asked != 0 {
+		t.Fatalf("the looping input request: %s; the client asked %d times; want a refusal saying why, unasked", got, c.asked)
+	}
+	if got := c.call(3, "flat"); !strings.Contains(got, "answered") || c.asked != 1 || refused.Load() != 1 {
+		t.Fatalf("control: %s; the client asked %d times, the upstream refused %d times; want 1 and 1", got, c.asked, refused.Load())
 	}
 }
