@@ -3,11 +3,16 @@ package proxy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcp-confirm/mcp-confirm/impl/prompt"
 	"github.com/mcp-confirm/mcp-confirm/impl/requeststate"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func mustSplit(t *testing.T, raw string) []argument {
@@ -83,7 +88,7 @@ func TestQuestion(t *testing.T) {
 // Arguments a question could not show as the upstream reads them are
 // refused before asking.
 func TestSplitArgumentsRefuses(t *testing.T) {
-	for _, raw := range []string{`[1]`, `"s"`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}", `{"\udfff":1}`} {
+	for _, raw := range []string{`[1]`, `"s"`, `1`, `true`, `{"a":"\ud800"}`, "{\"a\":\"\xff\"}", `{"\udfff":1}`} {
 		canon, err := requeststate.CanonicalArguments([]byte(raw))
 		if err != nil {
 			t.Fatalf("CanonicalArguments(%q): %v", raw, err)
@@ -127,9 +132,84 @@ func TestShowValue(t *testing.T) {
 	if v := showValue("p\u0430ypal", 60); !strings.Contains(v, "(note: "+string(prompt.MixedScripts)+")") {
 		t.Errorf("a mixed-script value has no note: %q", v)
 	}
+	if v := showValue("/home/p\u0430ypal/report", 60); !strings.Contains(v, "(note: "+string(prompt.MixedScripts)+")") {
+		t.Errorf("a mixed-script path has no note: %q", v)
+	}
 	// Negative control: an ellipsis in the value itself is escaped, so it is
 	// not taken for a cut.
 	if v := showValue("wait…", 60); strings.Contains(v, "shortened") {
 		t.Errorf("a value holding … is said to be shortened: %q", v)
+	}
+}
+
+// TestQuestionCutsLongNames: a tool name, an upstream name and an
+// argument name past their widths are cut, with their size and digest;
+// ones within them are shown whole (the control).
+func TestQuestionCutsLongNames(t *testing.T) {
+	for _, n := range []int{30, 100} {
+		name := strings.Repeat("x", n)
+		args := mustSplit(t, `{"`+name+`":1}`)
+		q := question(name, name, args, nil)
+		cut := fmt.Sprintf("(shortened: %d bytes, sha256 %s)", n, shortSum(name))
+		if got, want := strings.Count(q, cut), map[bool]int{true: 3, false: 0}[n > 40]; got != want {
+			t.Errorf("names of %d bytes: %d of the three cut, want %d:\n%s", n, got, want, q)
+		}
+	}
+}
+
+// TestWantedEscapesTypes: the type names an upstream's schema gives are
+// escaped in a refusal, as every other text of the upstream's.
+func TestWantedEscapesTypes(t *testing.T) {
+	if w := wanted([]string{"str\u202eing", "null"}); strings.ContainsRune(w, '\u202e') || !strings.Contains(w, "null") {
+		t.Errorf("wanted = %q", w)
+	}
+}
+
+// TestSchemaCacheBounded: an upstream that changes its tools all the
+// time does not grow the compiled schemas past maxSchemas, and each is
+// still compiled (the control).
+func TestSchemaCacheBounded(t *testing.T) {
+	var sc schemaCache
+	for i := range 3 * maxSchemas {
+		def := &mcp.Tool{Name: fmt.Sprint("t", i), InputSchema: map[string]any{"type": "object"}}
+		if c := sc.compile(Fingerprint(def), def); c.refusal != nil || c.resolved == nil {
+			t.Fatalf("tool %d: %v", i, c.refusal)
+		}
+		if len(sc.m) > maxSchemas {
+			t.Fatalf("%d schemas kept after %d tools, want at most %d", len(sc.m), i+1, maxSchemas)
+		}
+	}
+}
+
+// TestTypeMismatchFollowsTheSchema: the explanation of a refusal finds
+// the mistyped value through every keyword it follows; a value of the
+// right type finds none (the control).
+func TestTypeMismatchFollowsTheSchema(t *testing.T) {
+	for _, c := range []struct {
+		name, schema, value string
+		where               string // "" finds none
+	}{
+		{"properties", `{"type":"object","properties":{"x":{"type":"string"}}}`, `{"x":1}`, "the argument «\u2068x\u2069»"},
+		{"additionalProperties", `{"type":"object","additionalProperties":{"type":"string"}}`, `{"x":1}`, "the argument «\u2068x\u2069»"},
+		{"prefixItems", `{"type":"object","properties":{"l":{"type":"array","prefixItems":[{"type":"string"}]}}}`, `{"l":[1]}`, "the value at «\u2068l\u2069»[0]"},
+		{"items", `{"type":"object","properties":{"l":{"type":"array","items":{"type":"string"}}}}`, `{"l":["a",1]}`, "the value at «\u2068l\u2069»[1]"},
+		{"$defs, escaped", `{"type":"object","properties":{"x":{"$ref":"#/$defs/a~1b"}},"$defs":{"a/b":{"type":"string"}}}`, `{"x":1}`, "the argument «\u2068x\u2069»"},
+		{"definitions", `{"type":"object","properties":{"x":{"$ref":"#/definitions/a"}},"definitions":{"a":{"type":"string"}}}`, `{"x":1}`, "the argument «\u2068x\u2069»"},
+		{"control", `{"type":"object","properties":{"x":{"$ref":"#/definitions/a"}},"definitions":{"a":{"type":"string"}}}`, `{"x":"s"}`, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var s jsonschema.Schema
+			var v any
+			if err := errors.Join(json.Unmarshal([]byte(c.schema), &s), json.Unmarshal([]byte(c.value), &v)); err != nil {
+				t.Fatal(err)
+			}
+			m, ok := typeMismatch(&s, &s, v, nil, 0)
+			switch {
+			case c.where == "" && ok:
+				t.Fatalf("found %v", m)
+			case c.where != "" && (!ok || m.where() != c.where):
+				t.Fatalf("found %v at %q, want one at %q", ok, m.where(), c.where)
+			}
+		})
 	}
 }
