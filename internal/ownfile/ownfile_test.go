@@ -67,36 +67,8 @@ func TestOpen(t *testing.T) {
 		}, ownfile.Options{}, "owned by uid 65534"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := beneathtest.Dir(t)
-			if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil { // shared, as /tmp
-				t.Fatal(err)
-			}
-			path := filepath.Join(dir, "f")
-			if c.other {
-				a := beneathtest.New(t)
-				if !a.Unprivileged() {
-					t.Skip("needs root to act as another user (uid 65534)")
-				}
-				if err := a.Do("create", path); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				c.make(t, path)
-			}
-			done := make(chan error, 1)
-			go func() {
-				f, err := ownfile.Open(path, c.opts)
-				if err == nil {
-					f.Close()
-				}
-				done <- err
-			}()
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("Open hung")
-			}
+			path := sharedFile(t, c.other, c.make)
+			err := opened(t, func() (*os.File, error) { return ownfile.Open(path, c.opts) })
 			switch {
 			case c.refuse == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -254,36 +226,8 @@ func TestOpenRegular(t *testing.T) {
 		}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := beneathtest.Dir(t)
-			if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil { // shared, as /tmp
-				t.Fatal(err)
-			}
-			path := filepath.Join(dir, "f")
-			if c.other {
-				a := beneathtest.New(t)
-				if !a.Unprivileged() {
-					t.Skip("needs root to act as another user (uid 65534)")
-				}
-				if err := a.Do("create", path); err != nil {
-					t.Fatal(err)
-				}
-			} else {
-				c.make(t, path)
-			}
-			done := make(chan error, 1)
-			go func() {
-				f, err := ownfile.OpenRegular(path)
-				if err == nil {
-					f.Close()
-				}
-				done <- err
-			}()
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("OpenRegular hung")
-			}
+			path := sharedFile(t, c.other, c.make)
+			err := opened(t, func() (*os.File, error) { return ownfile.OpenRegular(path) })
 			switch {
 			case !c.refuse && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -291,5 +235,50 @@ func TestOpenRegular(t *testing.T) {
 				t.Fatalf("err = %v; want ErrInsecure saying it is not a regular file", err)
 			}
 		})
+	}
+}
+
+// sharedFile returns the path of a file f in a directory others may
+// write, sticky (as /tmp), made by mk, or, if other, by another user
+// (uid 65534: the test is skipped unless it runs as root).
+func sharedFile(t *testing.T, other bool, mk func(*testing.T, string)) string {
+	t.Helper()
+	dir := beneathtest.Dir(t)
+	if err := os.Chmod(dir, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "f")
+	if !other {
+		mk(t, path)
+		return path
+	}
+	a := beneathtest.New(t)
+	if !a.Unprivileged() {
+		t.Skip("needs root to act as another user (uid 65534)")
+	}
+	if err := a.Do("create", path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// opened returns the error of open, closing what it opened, and fails the
+// test if open hangs (as on a FIFO without a writer).
+func opened(t *testing.T, open func() (*os.File, error)) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		f, err := open()
+		if err == nil {
+			f.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the open hung")
+		return nil
 	}
 }
