@@ -195,6 +195,7 @@ func TestTypeMismatchFollowsTheSchema(t *testing.T) {
 		{"items", `{"type":"object","properties":{"l":{"type":"array","items":{"type":"string"}}}}`, `{"l":["a",1]}`, "the value at «\u2068l\u2069»[1]"},
 		{"$defs, escaped", `{"type":"object","properties":{"x":{"$ref":"#/$defs/a~1b"}},"$defs":{"a/b":{"type":"string"}}}`, `{"x":1}`, "the argument «\u2068x\u2069»"},
 		{"definitions", `{"type":"object","properties":{"x":{"$ref":"#/definitions/a"}},"definitions":{"a":{"type":"string"}}}`, `{"x":1}`, "the argument «\u2068x\u2069»"},
+		{"a pointer into properties", `{"type":"object","properties":{"a":{"type":"string"},"x":{"$ref":"#/properties/a"}}}`, `{"a":"s","x":1}`, "the argument «\u2068x\u2069»"},
 		{"control", `{"type":"object","properties":{"x":{"$ref":"#/definitions/a"}},"definitions":{"a":{"type":"string"}}}`, `{"x":"s"}`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {

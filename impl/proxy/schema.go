@@ -189,8 +189,8 @@ const maxRefs = 32
 
 // typeMismatch finds the first value of v (decoded JSON), in key order,
 // whose JSON type the schema s allows none of, following properties,
-// additionalProperties, prefixItems, items and local $refs ("#/$defs/…",
-// "#/definitions/…") from root. It explains a failed validation; it does
+// additionalProperties, prefixItems, items and local $refs ("#" and
+// "#/JSON pointer", as schemabound.Target reads them) from root. It explains a failed validation; it does
 // not decide one, and finds nothing for other failures (a missing
 // required property, an enum, a pattern, anyOf).
 func typeMismatch(root, s *jsonschema.Schema, v any, path []any, refs int) (mismatch, bool) {
@@ -198,7 +198,7 @@ func typeMismatch(root, s *jsonschema.Schema, v any, path []any, refs int) (mism
 		if refs++; refs > maxRefs {
 			return mismatch{}, false
 		}
-		s = localRef(root, s.Ref)
+		s, _ = schemabound.Target(root, s.Ref)
 	}
 	if s == nil {
 		return mismatch{}, false
@@ -246,19 +246,6 @@ func typeMismatch(root, s *jsonschema.Schema, v any, path []any, refs int) (mism
 		}
 	}
 	return mismatch{}, false
-}
-
-// localRef returns the schema a local reference names under root's $defs
-// or definitions, or nil.
-func localRef(root *jsonschema.Schema, ref string) *jsonschema.Schema {
-	unescape := strings.NewReplacer("~1", "/", "~0", "~")
-	if name, ok := strings.CutPrefix(ref, "#/$defs/"); ok {
-		return root.Defs[unescape.Replace(name)]
-	}
-	if name, ok := strings.CutPrefix(ref, "#/definitions/"); ok {
-		return root.Definitions[unescape.Replace(name)]
-	}
-	return nil
 }
 
 // jsonType is the JSON Schema type of decoded JSON, as the validator

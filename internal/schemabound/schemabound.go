@@ -70,7 +70,7 @@ func Check(root *jsonschema.Schema) error {
 		case s.Anchor != "" || s.DynamicAnchor != "" || s.DynamicRef != "":
 			return errors.New("$anchor, $dynamicAnchor and $dynamicRef are not supported")
 		case s.Ref != "":
-			t, err := localTarget(root, s.Ref)
+			t, err := Target(root, s.Ref)
 			if err != nil {
 				return fmt.Errorf("$ref %s: %w", s.Ref, err)
 			}
@@ -164,11 +164,11 @@ func subschemas(s *jsonschema.Schema) []*jsonschema.Schema {
 	return out
 }
 
-// localTarget returns the schema the reference ref names within root: ""
-// or "#" root itself, "#/…" the JSON pointer from root, read as
-// jsonschema-go reads it (fields by their JSON names; "items" the schema
-// or the array; "dependencies" the schemas).
-func localTarget(root *jsonschema.Schema, ref string) (*jsonschema.Schema, error) {
+// Target returns the schema the reference ref names within root, as
+// [Check] follows it: "#" root itself, "#/…" the JSON pointer from root,
+// read as jsonschema-go reads it (fields by their JSON names; "items" the
+// schema or the array; "dependencies" the schemas).
+func Target(root *jsonschema.Schema, ref string) (*jsonschema.Schema, error) {
 	u, err := url.Parse(ref)
 	if err != nil {
 		return nil, err
