@@ -256,10 +256,12 @@ func TestProxyInexactNumberRefused(t *testing.T) {
 // TestProxySchemaLoopRefused: an upstream whose tool's input schema
 // applies its own subschemas to one value in a loop (jsonschema-go's
 // validator recursed until the Go runtime ended the whole proxy for a
-// stack overflow, no recover possible) has every call of that tool
-// refused before anything is asked, issued or sent, in both eras, and the
-// proxy goes on serving: a call of another tool is asked and runs (the
-// control).
+// stack overflow, no recover possible), or applies a list's schema twice
+// to each of its items (the validator's work doubled with each level of
+// nesting: years for an argument of 40 nested lists, one CPU spinning
+// with no way to cancel it), has every call of that tool refused before
+// anything is asked, issued or sent, in both eras, and the proxy goes on
+// serving: a call of another tool is asked and runs (the control).
 func TestProxySchemaLoopRefused(t *testing.T) {
 	loop := map[string]any{
 		"type":       "object",
@@ -269,21 +271,37 @@ func TestProxySchemaLoopRefused(t *testing.T) {
 			"b": map[string]any{"anyOf": []any{map[string]any{"type": "string"}, map[string]any{"$ref": "#/$defs/a"}}},
 		},
 	}
+	twice := map[string]any{"$ref": "#/$defs/a"}
+	doubling := map[string]any{
+		"type":       "object",
+		"properties": map[string]any{"x": map[string]any{"$ref": "#/$defs/a"}},
+		"$defs": map[string]any{
+			"a": map[string]any{"type": "array", "items": map[string]any{"allOf": []any{twice, twice}}},
+		},
+	}
+	nested := `{"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`
 	for _, era := range eras {
 		t.Run(era, func(t *testing.T) {
 			u := newUpstream(t, eraMRTR)
 			looped := rawTool(u, "looped", loop)
+			doubled := rawTool(u, "doubled", doubling)
 			plain := rawTool(u, "plain", map[string]any{"type": "object"})
 			e := newEnv(t, envOptions{up: u})
 			a := mcptest.Accept()
 			cs := e.connect(clientOptions{era: era, answer: a})
-			for _, args := range []string{`{"x":1}`, `{"x":"s"}`, `{}`} {
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "looped", Arguments: json.RawMessage(args)})
+			for _, c := range []struct{ tool, args, why string }{
+				{"looped", `{"x":1}`, "loop"},
+				{"looped", `{"x":"s"}`, "loop"},
+				{"looped", `{}`, "loop"},
+				{"doubled", nested, "levels down"},
+				{"doubled", `{"x":[]}`, "levels down"},
+			} {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: json.RawMessage(c.args)})
 				mcptest.WantToolRefusal(t, res, err, "cannot be used to check the arguments")
-				mcptest.WantToolRefusal(t, res, err, "loop")
+				mcptest.WantToolRefusal(t, res, err, c.why)
 			}
-			if len(a.Questions()) != 0 || e.issued() != 0 || len(looped()) != 0 {
-				t.Fatalf("asked %d, issued %d, forwarded %d; want none", len(a.Questions()), e.issued(), len(looped()))
+			if len(a.Questions()) != 0 || e.issued() != 0 || len(looped())+len(doubled()) != 0 {
+				t.Fatalf("asked %d, issued %d, forwarded %d; want none", len(a.Questions()), e.issued(), len(looped())+len(doubled()))
 			}
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "plain", Arguments: json.RawMessage(`{}`)})
 			wantResult(t, res, err, "ran")

@@ -82,7 +82,9 @@
 //     or an input request it plays for an older-era client) whose
 //     requested schema go-sdk could not validate an answer against (see
 //     internal/schemabound: a loop would end the process for a stack
-//     overflow) is refused, and the client is never asked.
+//     overflow, a schema doubling its work at each level of an answer's
+//     nested lists would spin a CPU for years) is refused, and the client
+//     is never asked.
 //     TestRelayUpstreamQuestionSchemaLoopRefused.
 //   - Private by default. A list or read result the upstream did not scope
 //     for caching is scoped "private": a shared cache must not serve one

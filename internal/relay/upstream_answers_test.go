@@ -555,13 +555,24 @@ func (c *rawClient) call(id int, tool string) string {
 // client is asked. go-sdk validates an accepted answer against it, on the
 // relay's downstream session and on its upstream client, and
 // jsonschema-go's validator recursed until the Go runtime ended the
-// whole relay for a stack overflow (no recover stops one). The client is
+// whole relay for a stack overflow (no recover stops one); or whose
+// schema applies a list's schema twice to each item of any member, which
+// took the validator 2^depth steps over an answer's nested lists (one
+// CPU spinning, with no way to cancel it). The client is
 // never asked, the upstream is told no (or, for the same question in an
 // input_required result, which the relay puts to an older-era client
 // itself, the call fails saying why), and the relay serves the next call, whose
 // question has a flat schema and is put to the client (the control).
 func TestRelayUpstreamQuestionSchemaLoopRefused(t *testing.T) {
-	const looped = `{"type":"object","allOf":[{"$ref":"#"}]}`
+	for name, looped := range map[string]string{
+		"loop":     `{"type":"object","allOf":[{"$ref":"#"}]}`,
+		"doubling": `{"type":"object","additionalProperties":{"$ref":"#/$defs/a"},"$defs":{"a":{"type":"array","items":{"allOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"}]}}}}`,
+	} {
+		t.Run(name, func(t *testing.T) { upstreamQuestionRefused(t, looped) })
+	}
+}
+
+func upstreamQuestionRefused(t *testing.T, looped string) {
 	const flat = `{"type":"object","properties":{"ok":{"type":"boolean"}}}`
 	var (
 		call    json.RawMessage // the tools/call waiting for its question's answer
