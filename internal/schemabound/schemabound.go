@@ -17,8 +17,8 @@
 // ones it does not follow.
 //
 // What it does not: bound the cost of each subschema's own keywords (a
-// pattern is Go's regexp, linear in the string; uniqueItems compares
-// items in pairs), nor the size of the value, which is its transport's to
+// pattern is Go's regexp, linear in the string; uniqueItems hashes each
+// item once), nor the size of the value, which is its transport's to
 // bound. The bound is an upper one: it counts every subschema one member
 // or item could meet (each pattern as matching, then and else both), so
 // it may refuse a schema whose real work is smaller.
