@@ -36,6 +36,22 @@ var (
 	eras    = []string{mcptest.EraMRTR, mcptest.EraLegacy}
 )
 
+// flushed exports what tp holds and returns the spans rcv received in
+// the trace traceID, only those named name unless name is "".
+func flushed(t *testing.T, tp *sdktrace.TracerProvider, rcv *otlptest.Receiver, traceID, name string) []otlptest.Span {
+	t.Helper()
+	if err := tp.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var out []otlptest.Span
+	for _, s := range rcv.Trace(traceID) {
+		if name == "" || s.Name == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // exporting returns a tracer provider that exports to a new in-process
 // OTLP/HTTP receiver, configured as an operator would: by
 // OTEL_EXPORTER_OTLP_ENDPOINT, through observe.FromEnv.
@@ -303,10 +319,7 @@ func TestTraceSpanTree(t *testing.T) {
 				fe := f.new(t, confirm.Setup{Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel})
 				parent, traceID, clientSpan := newTraceparent()
 				confirmedCall(t, fe, era, mcp.Meta{observe.MetaTraceparent: parent, observe.MetaTracestate: "vendor=1"})
-				if err := tp.ForceFlush(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				spans := rcv.Trace(traceID)
+				spans := flushed(t, tp, rcv, traceID, "")
 				var upstream []string
 				if fe.upstream != nil {
 					upstream = fe.upstream()
@@ -360,15 +373,7 @@ func TestTraceForwardFailed(t *testing.T) {
 			if calls.Load() != 1 {
 				t.Fatalf("the upstream was called %d times, want once", calls.Load())
 			}
-			if err := tp.ForceFlush(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			var fwd []otlptest.Span
-			for _, s := range rcv.Trace(traceID) {
-				if s.Name == "proxy.forward" {
-					fwd = append(fwd, s)
-				}
-			}
+			fwd := flushed(t, tp, rcv, traceID, "proxy.forward")
 			if len(fwd) != 1 || fwd[0].Status != "STATUS_CODE_ERROR" {
 				t.Fatalf("want one proxy.forward span with status error:\n%s", otlptest.Tree(rcv.Spans()))
 			}
@@ -518,10 +523,7 @@ func TestTracestateBounded(t *testing.T) {
 				fe := referenceServer(t, confirm.Setup{Keys: [][]byte{testKey}, Logger: discard, Telemetry: tel})
 				parent, traceID, _ := newTraceparent()
 				confirmedCall(t, fe, era, mcp.Meta{observe.MetaTraceparent: parent, observe.MetaTracestate: c.state})
-				if err := tp.ForceFlush(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				spans := rcv.Trace(traceID)
+				spans := flushed(t, tp, rcv, traceID, "")
 				if len(spans) == 0 {
 					t.Fatalf("the trace was not continued:\n%s", otlptest.Tree(rcv.Spans()))
 				}
@@ -669,15 +671,7 @@ func TestTraceActOutcome(t *testing.T) {
 				if _, err := cl.CallTool(context.Background(), p); err != nil {
 					t.Fatal(err)
 				}
-				if err := tp.ForceFlush(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				var act []otlptest.Span
-				for _, sp := range rcv.Trace(traceID) {
-					if sp.Name == "confirm.act" {
-						act = append(act, sp)
-					}
-				}
+				act := flushed(t, tp, rcv, traceID, "confirm.act")
 				wantStatus := "STATUS_CODE_ERROR"
 				if outcome == "done" {
 					wantStatus = "STATUS_CODE_UNSET"
