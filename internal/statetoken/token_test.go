@@ -2,10 +2,17 @@ package statetoken
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -196,6 +203,11 @@ func TestNewRingValidates(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrKey", name, err)
 		}
 	}
+	// A repeated secret (a botched rotation) is named as such, not as a
+	// key id collision that asks for a new secret.
+	if _, err := NewRing([][]byte{secret(1), secret(2), secret(1)}); err == nil || !strings.Contains(err.Error(), "key 2 duplicates key 0") {
+		t.Errorf("a repeated secret: %v, want one naming the duplicate", err)
+	}
 	if _, err := NewRing([][]byte{secret(1), secret(2)}); err != nil {
 		t.Fatalf("control: %v", err)
 	}
@@ -251,5 +263,100 @@ func TestKeyDerivationSeparates(t *testing.T) {
 	k2, _ := deriveKey(secret(1))
 	if !bytes.Equal(k.macKey, k2.macKey) || !bytes.Equal(k.aeadBytes, k2.aeadBytes) || k.id != k2.id {
 		t.Fatal("control: derivation is not deterministic")
+	}
+}
+
+// TestWireFormatAsDocumented: a token is what the package doc and
+// NewRing's labels say, read and written here by an independent
+// implementation with the standard library alone: the key id, AES key and
+// principal key derived by HKDF-SHA256 under their labels; AES-256-GCM
+// with a 12-byte nonce after the key id and "v1." ‖ key id as associated
+// data (a token relabelled to another format or key id fails); the claims
+// as JSON under their short names; the principal claim salt ‖
+// HMAC-SHA256(principal key, salt ‖ principal). A token sealed here under
+// the ring's second key opens, naming that key.
+func TestWireFormatAsDocumented(t *testing.T) {
+	derive := func(s []byte, label string, n int) []byte {
+		k, err := hkdf.Key(sha256.New, s, nil, label, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	gcm := func(s []byte) cipher.AEAD {
+		b, err := aes.NewCipher(derive(s, "mcp-confirm/requeststate/v1/aes-256-gcm", 32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := cipher.NewGCM(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	r := newTestRing(t, secret(1), secret(2))
+	raw := rawToken(t, mustSeal(t, r, "st"))
+	kid := derive(secret(1), "mcp-confirm/requeststate/v1/key-id", 4)
+	if !bytes.Equal(raw[:4], kid) {
+		t.Fatalf("key id %x, want %x", raw[:4], kid)
+	}
+	nonce, sealed := raw[4:16], raw[16:]
+	pt, err := gcm(secret(1)).Open(nil, nonce, sealed, append([]byte("v1."), kid...))
+	if err != nil {
+		t.Fatalf("opening with the documented key and associated data: %v", err)
+	}
+	for _, ad := range [][]byte{[]byte("v1."), append([]byte("v2."), kid...), append([]byte("v1."), 0, 0, 0, 0)} {
+		if _, err := gcm(secret(1)).Open(nil, nonce, sealed, ad); err == nil {
+			t.Fatalf("the token opened with associated data %q", ad)
+		}
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(pt, &claims); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for k := range claims {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	if got := strings.Join(names, " "); got != "a aud exp iat m p s t v" {
+		t.Fatalf("claims %s, want a aud exp iat m p s t v", got)
+	}
+	p, _ := base64.StdEncoding.DecodeString(claims["p"].(string))
+	mac := hmac.New(sha256.New, derive(secret(1), "mcp-confirm/requeststate/v1/principal-hmac-sha256", 32))
+	mac.Write(p[:16])
+	mac.Write([]byte("alice"))
+	if len(p) != 48 || !hmac.Equal(p[16:], mac.Sum(nil)) {
+		t.Fatalf("principal claim %x is not salt ‖ HMAC(principal key, salt ‖ principal)", p)
+	}
+
+	// Written here, under the second key, read by the ring.
+	kid2 := derive(secret(2), "mcp-confirm/requeststate/v1/key-id", 4)
+	nonce2 := bytes.Repeat([]byte{7}, 12)
+	out := append(append(slices.Clone(kid2), nonce2...), gcm(secret(2)).Seal(nil, nonce2,
+		[]byte(`{"v":1,"iat":1,"exp":2,"m":"tools/call","t":"x","a":"","aud":"srv","p":null,"s":"mine"}`),
+		append([]byte("v1."), kid2...))...)
+	got, k, err := r.Open(encodeToken(out))
+	if err != nil || got.State != "mine" || k != &r.keys[1] {
+		t.Fatalf("Open of an independently sealed token = %+v, key %p, %v; want state mine under the second key %p", got, k, err, &r.keys[1])
+	}
+}
+
+// TestPrincipalClaimSalted: the salt is inside the MAC, so two claims of
+// one principal share nothing, and a claim with its salt changed no longer
+// matches.
+func TestPrincipalClaimSalted(t *testing.T) {
+	r := newTestRing(t, secret(1))
+	a, b := r.PrincipalClaim("alice"), r.PrincipalClaim("alice")
+	if bytes.Equal(a[saltLen:], b[saltLen:]) {
+		t.Fatal("two claims of one principal carry the same MAC: they can be linked")
+	}
+	k := &r.keys[0]
+	if !k.PrincipalMatches(a, "alice") {
+		t.Fatal("control: the claim does not match its principal")
+	}
+	a[0] ^= 1
+	if k.PrincipalMatches(a, "alice") {
+		t.Fatal("a claim with its salt changed still matches")
 	}
 }
