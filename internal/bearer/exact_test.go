@@ -88,6 +88,14 @@ func TestJWTClaimNamesExact(t *testing.T) {
 		{"control: header without typ", `{"alg":"RS256","kid":"k1"}`, claims(""), nil},
 		{"payload not an object", head, `["alice"]`, bearer.ErrMalformed},
 		{"payload not UTF-8", head, claims("\"x\":\"\xff\""), bearer.ErrMalformed},
+		// A time, issuer or audience the verifier cannot read fails closed:
+		// a not-before written as a date string must not be skipped.
+		{"nbf a date string", head, claims(`"nbf":"2099-01-01T00:00:00Z"`), bearer.ErrMalformed},
+		{"iat a string", head, claims(fmt.Sprintf(`"iat":"%d"`, now.Unix()), "iat"), bearer.ErrMalformed},
+		{"exp a string", head, claims(fmt.Sprintf(`"exp":"%d"`, future), "exp"), bearer.ErrMalformed},
+		{"aud a number", head, claims(`"aud":1`, "aud"), bearer.ErrMalformed},
+		{"iss an object", head, claims(fmt.Sprintf(`"iss":{"url":%q}`, is.url), "iss"), bearer.ErrMalformed},
+		{"control: nbf a past number", head, claims(fmt.Sprintf(`"nbf":%d`, past)), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
