@@ -2,6 +2,7 @@ package keyfile_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -76,6 +77,21 @@ func TestParseRefuses(t *testing.T) {
 	}
 	zero := keyfile.Encode(make([]byte, 32))
 	text := keyfile.Encode([]byte("correct horse battery staple!!!!"))
+	// checkFlipped alters only the check's last byte; distinct(n) is a
+	// 32-byte key of n distinct byte values.
+	raw, err := base64.RawURLEncoding.DecodeString(good[len(keyfile.Prefix):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-1] ^= 1
+	checkFlipped := keyfile.Prefix + base64.RawURLEncoding.EncodeToString(raw)
+	distinct := func(n int) []byte {
+		k := make([]byte, 32)
+		for i := range k {
+			k[i] = byte(i % n)
+		}
+		return k
+	}
 	tests := []struct {
 		name, file, want string
 	}{
@@ -94,6 +110,9 @@ func TestParseRefuses(t *testing.T) {
 		{"short", keyfile.Encode(key(1)[:31]) + "\n", "the key is 31 bytes"},
 		{"long", keyfile.Encode(bytes.Repeat(key(1), 3)) + "\n", "the key is 96 bytes"},
 		{"altered", string(flipped) + "\n", "the check does not match"},
+		{"the check's last byte altered", checkFlipped + "\n", "the check does not match"},
+		{"15 distinct byte values", keyfile.Encode(distinct(15)) + "\n", "only 15 distinct byte values"},
+		{"bare base64 of exactly 32 bytes", base64.StdEncoding.EncodeToString(key(2)) + "\n", "line 1: a bare base64 string"},
 		{"zeros", zero + "\n", "only 1 distinct byte values"},
 		{"encoded text", text + "\n", "distinct byte values"},
 		{"duplicate", good + "\n# x\n" + good + "\r\n", "line 3 duplicates line 1"},
@@ -111,7 +130,11 @@ func TestParseRefuses(t *testing.T) {
 			}
 		}
 	}
-	_, err := keyfile.Parse(iotest.ErrReader(errors.New("disk on fire")))
+	// Control: 16 distinct byte values is a key.
+	if _, err := keyfile.Parse(strings.NewReader(keyfile.Encode(distinct(16)) + "\n")); err != nil {
+		t.Errorf("16 distinct byte values: %v", err)
+	}
+	_, err = keyfile.Parse(iotest.ErrReader(errors.New("disk on fire")))
 	if !errors.Is(err, requeststate.ErrKey) || !strings.Contains(err.Error(), "disk on fire") {
 		t.Errorf("read error: %v", err)
 	}
