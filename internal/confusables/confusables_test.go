@@ -13,14 +13,14 @@ const header = "\uFEFF# confusables.txt\n# Version: 15.0.0\n"
 func TestParse(t *testing.T) {
 	d, err := confusables.Parse(strings.NewReader(header +
 		"226B ;\t003E 003E ;\tMA\t# ( ≫ → >> )\n\n2216 ;\t005C ;\tMA\t# ( ∖ → \\ )\n" +
-		"00E9 ;\t0065 ;\tMA\t# é → e, to show NFD first\n"))
+		"00E9 ;\t0065 ;\tMA\t# é → e, to show NFD first\n# Version: 16.0.0, a later comment\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.Version != "15.0.0" || len(d.Prototype) != 3 {
 		t.Fatalf("Parse: version %q, %d entries", d.Version, len(d.Prototype))
 	}
-	for in, want := range map[string]string{"≫": ">>", "a∖b": "a\\b", "≫x": ">>x", "e\u0301": "e\u0301", "«": "«"} {
+	for in, want := range map[string]string{"≫": ">>", "a∖b": "a\\b", "≫x": ">>x", "e\u0301": "e\u0301", "\u00e9": "e\u0301", "«": "«"} {
 		if got := d.Skeleton(in); got != want {
 			t.Errorf("Skeleton(%q) = %q, want %q", in, got, want)
 		}
@@ -29,6 +29,15 @@ func TestParse(t *testing.T) {
 		if got := d.Imitates(r); got != want {
 			t.Errorf("Imitates(%q) = %q, want %q", r, got, want)
 		}
+	}
+}
+
+// TestSkeletonNormalizesLast: UTS #39's skeleton is NFD again after the
+// mapping, so a prototype written precomposed compares decomposed.
+func TestSkeletonNormalizesLast(t *testing.T) {
+	d := &confusables.Data{Version: "test", Prototype: map[rune]string{'\u2024': "\u00e9"}}
+	if got := d.Skeleton("\u2024"); got != "e\u0301" {
+		t.Fatalf("Skeleton = %q, want %q", got, "e\u0301")
 	}
 }
 
@@ -42,6 +51,7 @@ func TestParseRejects(t *testing.T) {
 		"empty target":   header + "226B ;\t ;\tMA\n",
 		"beyond Unicode": header + "110000 ;\t003E ;\tMA\n",
 		"source twice":   header + "226B ;\t003E ;\tMA\n226B ;\t003C ;\tMA\n",
+		"four fields":    header + "226B ;\t003E ;\tMA ;\tX\n",
 	} {
 		if _, err := confusables.Parse(strings.NewReader(text)); err == nil {
 			t.Errorf("%s: Parse accepted %q", name, text)
