@@ -65,6 +65,12 @@ func TestUnquote(t *testing.T) {
 		{`"\ud83d"`, "\uFFFD", true},
 		{`"\ud83dx"`, "\uFFFDx", true},
 		{`"\ud83d\ud83d\ude00"`, "\uFFFD😀", true},
+		{`"\ud800\udc00"`, "\U00010000", true},   // the lowest low surrogate
+		{`"\udbff\udfff"`, "\U0010FFFF", true},   // the highest of both
+		{`"\udc00\udc00"`, "\uFFFD\uFFFD", true}, // a low surrogate is no high one
+		{`"\ud800\"dc00"`, "\uFFFD\"dc00", true}, // no pair without a second \u
+		{"\"\x1f\"", "", false},                  // the highest control character
+		{"\"\\n\x1f\"", "", false},               // and past an escape
 		{"\"\xff\"", "\uFFFD", true},
 		{"\"a\xe2\x82\"", "a\uFFFD\uFFFD", true},
 		{"\"\xed\xa0\x80\"", "\uFFFD\uFFFD\uFFFD", true},
