@@ -38,6 +38,7 @@ func TestOpen(t *testing.T) {
 		{"others may read", false, file(0o644), ownfile.Options{}, ""},
 		{"others may read a secret", false, file(0o644), ownfile.Options{Secret: true}, "may read or write it (chmod 0600"},
 		{"group may write", false, file(0o620), ownfile.Options{}, "may write it (chmod 0600"},
+		{"group may only search a secret", false, file(0o610), ownfile.Options{Secret: true}, "may read or write it (chmod 0600"},
 		{"others may write", false, file(0o646), ownfile.Options{}, "may write it (chmod 0644"},
 		{"FIFO", false, func(t *testing.T, p string) {
 			if err := syscall.Mkfifo(p, 0o600); err != nil {
@@ -163,6 +164,17 @@ func TestDirs(t *testing.T) {
 		{"link in a shared directory", func(t *testing.T) string {
 			return link(t, dir(t, 0o777), dir(t, 0o755))
 		}, "may replace"},
+		{"not made yet, beneath a link to a directory in a shared one", func(t *testing.T) string {
+			sub := filepath.Join(dir(t, 0o777), "sub")
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			l := filepath.Join(dir(t, 0o755), "l")
+			if err := os.Symlink(sub, l); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(l, "new")
+		}, "may replace"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := ownfile.Dirs(c.path(t))
@@ -176,6 +188,19 @@ func TestDirs(t *testing.T) {
 	}
 	if err := ownfile.Dirs(filepath.Join(t.TempDir(), "missing", "f")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing directory: err = %v, want ErrNotExist", err)
+	}
+}
+
+// TestCheckRefusesADirectory: Check, called on a file its caller opened,
+// refuses what is not a regular file as Open does.
+func TestCheckRefusesADirectory(t *testing.T) {
+	f, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := ownfile.Check(f, ownfile.Options{}); !errors.Is(err, ownfile.ErrInsecure) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("Check of a directory: %v, want ErrInsecure saying it is not a regular file", err)
 	}
 }
 
