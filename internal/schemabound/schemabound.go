@@ -137,21 +137,6 @@ func Check(root *jsonschema.Schema) error {
 // multiset of subschemas with members or items once, as a tree's node
 // beneath its own property meets the same one again.
 func levels(root *jsonschema.Schema, targets map[*jsonschema.Schema]*jsonschema.Schema, work map[*jsonschema.Schema]int) error {
-	closures := map[*jsonschema.Schema]map[*jsonschema.Schema]int{}
-	var closure func(s *jsonschema.Schema) map[*jsonschema.Schema]int
-	closure = func(s *jsonschema.Schema) map[*jsonschema.Schema]int {
-		if c, ok := closures[s]; ok {
-			return c
-		}
-		c := map[*jsonschema.Schema]int{s: 1}
-		for _, d := range sameValue(s, targets[s]) {
-			for t, n := range closure(d) {
-				c[t] += n
-			}
-		}
-		closures[s] = c
-		return c
-	}
 	// deeper[s] reports whether s applies a subschema to a member, a
 	// member's name or an item.
 	deeper := map[*jsonschema.Schema]bool{}
@@ -162,6 +147,27 @@ func levels(root *jsonschema.Schema, targets map[*jsonschema.Schema]*jsonschema.
 			deeper[s] = d
 		}
 		return d
+	}
+	// closure(s) counts the subschemas validating a value against s
+	// applies to that value, as work[s] does, but keeps only those that
+	// reach deeper: the rest cannot change what lies below.
+	closures := map[*jsonschema.Schema]map[*jsonschema.Schema]int{}
+	var closure func(s *jsonschema.Schema) map[*jsonschema.Schema]int
+	closure = func(s *jsonschema.Schema) map[*jsonschema.Schema]int {
+		if c, ok := closures[s]; ok {
+			return c
+		}
+		c := map[*jsonschema.Schema]int{}
+		if reachesDeeper(s) {
+			c[s] = 1
+		}
+		for _, d := range sameValue(s, targets[s]) {
+			for t, n := range closure(d) {
+				c[t] += n
+			}
+		}
+		closures[s] = c
+		return c
 	}
 	type level struct {
 		meets map[*jsonschema.Schema]int
@@ -181,9 +187,7 @@ func levels(root *jsonschema.Schema, targets map[*jsonschema.Schema]*jsonschema.
 				return fmt.Errorf("it applies more than %d subschemas to one value %d levels down", MaxWork, l.depth)
 			}
 			for t, k := range closure(s) {
-				if reachesDeeper(t) {
-					applied[t] += n * k
-				}
+				applied[t] += n * k
 			}
 		}
 		// What lies below depends on these alone: the members of a
