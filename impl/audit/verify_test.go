@@ -103,6 +103,13 @@ func TestVerifyNamesTheFirstBreak(t *testing.T) {
 			ls[5] = r.Canonical()
 			return ls
 		}(), good, opts, 6, audit.Edited},
+		// A first record whose prev is not zero: with no record after it,
+		// no later prev can show the edit.
+		{"first record's prev not zero, the only record", func() [][]byte {
+			r, _ := audit.Parse(orig[0])
+			r.Prev = audit.Hash{1}
+			return [][]byte{r.Canonical()}
+		}(), nil, opts, 1, audit.Edited},
 		{"record moved two places on", moved(2, 3), good, opts, 2, audit.Reordered},
 		{"record moved to the end", moved(2, 5), nil, opts, 2, audit.Reordered},
 		{"record repeated", slices.Insert(slices.Clone(orig), 3, orig[1]), nil, opts, 2, audit.Reordered},
