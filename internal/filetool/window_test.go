@@ -243,3 +243,58 @@ func testFlow(t *testing.T) *confirm.Flow {
 	}
 	return f
 }
+
+// TestUnlinkRefusedOnAMountPoint: a file mounted over the approved one in
+// the window after the final check (unlink then fails with EBUSY) is a
+// refusal saying the file changed, and both files are left as they were;
+// the control, the same call with no mount, deletes.
+func TestUnlinkRefusedOnAMountPoint(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to bind-mount a file")
+	}
+	for _, mount := range []bool{true, false} {
+		root := t.TempDir()
+		path, other := filepath.Join(root, "a.txt"), filepath.Join(t.TempDir(), "other.txt")
+		for _, f := range []string{path, other} {
+			if err := os.WriteFile(f, []byte(f), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tool, err := New(Options{Roots: []string{root}, Flow: testFlow(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := tool.ask(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mount {
+			tool.beforeUnlink = func() {
+				if err := syscall.Mount(other, path, "", syscall.MS_BIND, ""); err != nil {
+					t.Fatalf("bind-mounting over the approved file: %v", err)
+				}
+				t.Cleanup(func() { syscall.Unmount(path, 0) })
+			}
+		}
+		res, err := tool.act(path, ledger.Confirmation{Subject: q.Subject})
+		tool.Close()
+		var r *confirm.Refusal
+		switch {
+		case !mount && (err != nil || res.IsError):
+			t.Fatalf("control, no mount: %v %v; want a deletion", res, err)
+		case !mount:
+			if _, err := os.Lstat(path); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("control, no mount: the file is still there (%v)", err)
+			}
+			continue
+		case !errors.As(err, &r) || !strings.Contains(r.Reason, "changed just before it was deleted") || !strings.Contains(r.Reason, "Nothing was deleted"):
+			t.Fatalf("a mount over the approved file: %v %v; want a refusal saying it changed and nothing was deleted", res, err)
+		}
+		syscall.Unmount(path, 0)
+		for _, f := range []string{path, other} {
+			if b, err := os.ReadFile(f); err != nil || string(b) != f {
+				t.Fatalf("%s after the refusal: %q, %v; want it as it was", f, b, err)
+			}
+		}
+	}
+}
