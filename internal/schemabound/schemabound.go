@@ -46,10 +46,11 @@ import (
 const MaxWork = 1000
 
 // maxSteps bounds the work of Check's own walk down the levels of a value
-// (subschemas counted over the multisets it visits): a schema it cannot
-// bound within it is refused. Attack stopped: a schema whose levels
-// visit ever new multisets stalling the check itself.
-const maxSteps = 1 << 22
+// (subschemas counted over the multisets it visits, and the closures each
+// multiset reaches): a schema it cannot bound within it is refused.
+// Attack stopped: a schema whose levels visit ever new multisets, or many
+// members each meeting one wide subschema, stalling the check itself.
+const maxSteps = 1 << 20
 
 // Check refuses a schema that jsonschema-go's
 // validator could not finish with: one whose subschemas apply one another
@@ -186,7 +187,13 @@ func levels(root *jsonschema.Schema, targets map[*jsonschema.Schema]*jsonschema.
 			if total += n * work[s]; total > MaxWork {
 				return fmt.Errorf("it applies more than %d subschemas to one value %d levels down", MaxWork, l.depth)
 			}
-			for t, k := range closure(s) {
+			c := closure(s)
+			// Stops a schema of many members each meeting one wide
+			// subschema from making this walk, not the validator, slow.
+			if steps += 1 + len(c); steps > maxSteps {
+				return errUnbounded
+			}
+			for t, k := range c {
 				applied[t] += n * k
 			}
 		}
@@ -200,7 +207,7 @@ func levels(root *jsonschema.Schema, targets map[*jsonschema.Schema]*jsonschema.
 		seen[key] = true
 		for _, child := range children(applied) {
 			if steps += len(applied) + len(child); steps > maxSteps {
-				return errors.New("its levels could not be bounded in the work allowed")
+				return errUnbounded
 			}
 			if len(child) > 0 {
 				queue = append(queue, level{child, l.depth + 1})
@@ -209,6 +216,10 @@ func levels(root *jsonschema.Schema, targets map[*jsonschema.Schema]*jsonschema.
 	}
 	return nil
 }
+
+// errUnbounded is Check's refusal of a schema whose levels its walk could
+// not bound within maxSteps.
+var errUnbounded = errors.New("its levels could not be bounded in the work allowed")
 
 // fingerprint names the multiset applied, each schema by the order index
 // first saw it in.
@@ -223,11 +234,14 @@ func fingerprint(applied map[*jsonschema.Schema]int, index map[*jsonschema.Schem
 		pairs = append(pairs, [2]int{i, n})
 	}
 	slices.SortFunc(pairs, func(a, b [2]int) int { return cmp.Compare(a[0], b[0]) })
-	var b strings.Builder
+	b := make([]byte, 0, 8*len(pairs))
 	for _, p := range pairs {
-		fmt.Fprintf(&b, "%d:%d,", p[0], p[1])
+		b = strconv.AppendInt(b, int64(p[0]), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, int64(p[1]), 10)
+		b = append(b, ',')
 	}
-	return b.String()
+	return string(b)
 }
 
 // children returns, for each kind of member or item of a value validated

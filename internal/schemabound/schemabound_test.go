@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -130,6 +131,38 @@ func TestCheck(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckBoundsItsOwnWork: a 3 MB schema of 100,000 properties, each
+// naming one anyOf of 990 object branches, is refused as beyond the
+// walk's budget, and quickly: counted only per multiset, the walk took
+// 67 s over it (each member's multiset a new one, each reaching the 990
+// branches) before accepting it.
+func TestCheckBoundsItsOwnWork(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{"p":{"$ref":"#/$defs/b"}`)
+	for i := range 100000 {
+		fmt.Fprintf(&b, `,"p%d":{"$ref":"#/$defs/b"}`, i)
+	}
+	b.WriteString(`},"$defs":{"b":{"anyOf":[{}`)
+	for i := range 990 {
+		fmt.Fprintf(&b, `,{"properties":{"q%d":{"type":"string"}}}`, i)
+	}
+	b.WriteString(`]}}}`)
+	var s *jsonschema.Schema
+	if err := json.Unmarshal([]byte(b.String()), &s); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := schemabound.Check(s)
+	if err == nil || !strings.Contains(err.Error(), "could not be bounded in the work allowed") {
+		t.Fatalf("Check: %v, want a refusal for the walk's own work", err)
+	}
+	d := time.Since(start)
+	t.Logf("refused in %v", d)
+	if d > 30*time.Second {
+		t.Fatalf("Check took %v", d)
 	}
 }
 
